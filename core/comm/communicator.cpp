@@ -1,0 +1,160 @@
+#include "core/comm/communicator.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "core/error.h"
+
+namespace meshtrain {
+
+namespace {
+void check_same_dtype(const Tensor& a, const Tensor& b, std::string_view what) {
+  MT_CHECK(a.dtype() == b.dtype(), what, ": in and out dtypes differ (", a.describe(), " vs ",
+           b.describe(), ")");
+}
+}  // namespace
+
+Communicator::Communicator(int rank, std::vector<int> world_ranks, std::string name,
+                           CommOptions options)
+    : rank_(rank), world_ranks_(std::move(world_ranks)), name_(std::move(name)), options_(options) {
+  MT_CHECK(rank_ >= 0 && rank_ < size(), "rank ", rank_, " outside a group of ", size());
+}
+
+std::string Communicator::describe(CommOp op, size_t bytes) const {
+  return detail::concat(comm_op_name(op), " of ", bytes, " bytes on group '", name_, "' (size ",
+                        size(), ", ", backend_name(), ") at rank ", rank_, " (world rank ",
+                        world_rank(), ")");
+}
+
+void Communicator::require(CommOp op) const {
+  if (!supports(op))
+    throw NotSupported(detail::concat("the ", backend_name(), " backend does not support ",
+                                      comm_op_name(op)));
+}
+
+void Communicator::check_peer(int peer, std::string_view what) const {
+  MT_CHECK(peer >= 0 && peer < size() && peer != rank_, what, ": peer ", peer,
+           " must be another rank of group '", name_, "' (size ", size(), ", this is rank ", rank_,
+           ")");
+}
+
+void Communicator::count(CommOp op, uint64_t sent, uint64_t received) {
+  const size_t i = static_cast<size_t>(op);
+  counters_.bytes_sent[i] += sent;
+  counters_.bytes_received[i] += received;
+  counters_.calls[i] += 1;
+}
+
+WorkPtr Communicator::all_gather_into(const Tensor& out, const Tensor& in) {
+  require(CommOp::all_gather);
+  check_buffer(out, "all_gather out");
+  check_buffer(in, "all_gather in");
+  check_same_dtype(in, out, "all_gather");
+  MT_CHECK_EQ(out.numel(), in.numel() * size(), "all_gather: out must hold world size (", size(),
+              ") times in's elements");
+  const uint64_t moved = in.nbytes() * static_cast<uint64_t>(size() - 1);
+  count(CommOp::all_gather, moved, moved);
+  return do_all_gather(out, in);
+}
+
+WorkPtr Communicator::reduce_scatter_into(const Tensor& out, const Tensor& in, ReduceOp op) {
+  require(CommOp::reduce_scatter);
+  check_buffer(out, "reduce_scatter out");
+  check_buffer(in, "reduce_scatter in");
+  check_same_dtype(in, out, "reduce_scatter");
+  MT_CHECK_EQ(in.numel(), out.numel() * size(), "reduce_scatter: in must hold world size (",
+              size(), ") times out's elements");
+  const uint64_t moved = out.nbytes() * static_cast<uint64_t>(size() - 1);
+  count(CommOp::reduce_scatter, moved, moved);
+  return do_reduce_scatter(out, in, op);
+}
+
+WorkPtr Communicator::all_reduce(const Tensor& buffer, ReduceOp op) {
+  require(CommOp::all_reduce);
+  check_buffer(buffer, "all_reduce buffer");
+  // 2(W-1)/W of the buffer each way; exact when W divides the buffer, as the ring does it.
+  const uint64_t moved = 2 * buffer.nbytes() * static_cast<uint64_t>(size() - 1) / size();
+  count(CommOp::all_reduce, moved, moved);
+  return do_all_reduce(buffer, op);
+}
+
+WorkPtr Communicator::broadcast(const Tensor& buffer, int root) {
+  require(CommOp::broadcast);
+  check_buffer(buffer, "broadcast buffer");
+  MT_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " outside group '", name_,
+           "' of size ", size());
+  const bool alone = size() == 1;
+  count(CommOp::broadcast, rank_ == root && !alone ? buffer.nbytes() : 0,
+        rank_ == root ? 0 : buffer.nbytes());
+  return do_broadcast(buffer, root);
+}
+
+WorkPtr Communicator::send(const Tensor& buffer, int peer) {
+  require(CommOp::send);
+  check_buffer(buffer, "send buffer");
+  check_peer(peer, "send");
+  count(CommOp::send, buffer.nbytes(), 0);
+  return do_send(buffer, peer);
+}
+
+WorkPtr Communicator::recv(const Tensor& buffer, int peer) {
+  require(CommOp::recv);
+  check_buffer(buffer, "recv buffer");
+  check_peer(peer, "recv");
+  count(CommOp::recv, 0, buffer.nbytes());
+  return do_recv(buffer, peer);
+}
+
+WorkPtr Communicator::all_to_all(const Tensor& out, const Tensor& in) {
+  require(CommOp::all_to_all);
+  check_buffer(out, "all_to_all out");
+  check_buffer(in, "all_to_all in");
+  check_same_dtype(in, out, "all_to_all");
+  MT_CHECK_EQ(in.numel(), out.numel(), "all_to_all: in and out sizes");
+  MT_CHECK_EQ(in.numel() % size(), 0, "all_to_all: elements must divide by the group size ",
+              size());
+  const uint64_t moved = in.nbytes() / size() * static_cast<uint64_t>(size() - 1);
+  count(CommOp::all_to_all, moved, moved);
+  return do_all_to_all(out, in);
+}
+
+WorkPtr Communicator::barrier() {
+  require(CommOp::barrier);
+  count(CommOp::barrier, 0, 0);
+  return do_barrier();
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color, int key, std::string name) {
+  MT_CHECK_GE(color, 0, "split: colors must be non-negative");
+  // Learn every rank's (color, key) with one all-gather on this communicator.
+  Tensor mine = Tensor::from_vector(std::vector<int32_t>{color, key}, {2});
+  Tensor all = Tensor::empty({2 * size()}, DType::i32);
+  all_gather_into(all, mine)->wait();
+  const int32_t* v = all.data<int32_t>();
+  std::vector<std::tuple<int, int>> members;  // (key, rank)
+  for (int r = 0; r < size(); ++r)
+    if (v[2 * r] == color) members.emplace_back(v[2 * r + 1], r);
+  std::sort(members.begin(), members.end());
+  std::vector<int> ranks;
+  for (const auto& [k, r] : members) ranks.push_back(r);
+  return do_split(ranks, color, key, std::move(name));
+}
+
+std::unique_ptr<Communicator> Communicator::split_group(const std::vector<int>& group,
+                                                        std::string name) {
+  MT_CHECK(!group.empty(), "split_group: empty group");
+  const auto self = std::find(group.begin(), group.end(), rank_);
+  MT_CHECK(self != group.end(), "split_group: rank ", rank_, " is not in its own group");
+  for (int r : group)
+    MT_CHECK(r >= 0 && r < size(), "split_group: rank ", r, " outside group '", name_, "'");
+  // The smallest member names the group; a member's position in the list is its key.
+  const int color = *std::min_element(group.begin(), group.end());
+  auto sub = split(color, static_cast<int>(self - group.begin()), std::move(name));
+  std::vector<int> expected;
+  for (int r : group) expected.push_back(world_ranks_[r]);
+  MT_CHECK(sub->world_ranks() == expected, "split_group: ranks disagree on the members of group '",
+           sub->name(), "'; groups must partition '", name_, "'");
+  return sub;
+}
+
+}  // namespace meshtrain

@@ -1,0 +1,91 @@
+// Communicator: a group of ranks and the flat-buffer collectives between them. Backends (local,
+// mpi, nccl) implement the do_* hooks; this base class validates arguments, counts bytes and builds
+// sub-communicators, so every backend behaves the same at its edges.
+//
+// Every op is asynchronous and returns a Work; buffers must stay alive until it completes (the
+// Work keeps the tensor handles). Ops of one communicator must be issued from one thread, in the
+// same order on every member (SPMD).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/comm/types.h"
+#include "core/comm/work.h"
+#include "core/tensor.h"
+
+namespace meshtrain {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  int rank() const { return rank_; }
+  int size() const { return static_cast<int>(world_ranks_.size()); }
+  const std::string& name() const { return name_; }
+  // World rank of every member, in group order.
+  const std::vector<int>& world_ranks() const { return world_ranks_; }
+  int world_rank() const { return world_ranks_[rank_]; }
+  const CommOptions& options() const { return options_; }
+
+  virtual std::string_view backend_name() const = 0;
+  virtual bool supports(CommOp op) const = 0;
+
+  // out (W * n elements) = concatenation of every rank's in (n elements), in rank order.
+  WorkPtr all_gather_into(const Tensor& out, const Tensor& in);
+  // out (n elements) = rank's chunk of the reduction of every rank's in (W * n elements).
+  WorkPtr reduce_scatter_into(const Tensor& out, const Tensor& in, ReduceOp op);
+  WorkPtr all_reduce(const Tensor& buffer, ReduceOp op);
+  WorkPtr broadcast(const Tensor& buffer, int root);
+  WorkPtr send(const Tensor& buffer, int peer);
+  WorkPtr recv(const Tensor& buffer, int peer);
+  // in and out hold W equal chunks; chunk j of in goes to rank j, chunk i of out comes from rank i.
+  WorkPtr all_to_all(const Tensor& out, const Tensor& in);
+  WorkPtr barrier();
+
+  // Collective over this communicator: ranks passing the same color form a sub-communicator,
+  // ordered by key, then by rank here.
+  std::unique_ptr<Communicator> split(int color, int key, std::string name);
+  // Collective: each rank passes the members (ranks here) of its own group, which must include
+  // itself; groups must partition this communicator.
+  std::unique_ptr<Communicator> split_group(const std::vector<int>& group, std::string name);
+
+  const CommCounters& counters() const { return counters_; }
+  void reset_counters() { counters_ = {}; }
+
+ protected:
+  Communicator(int rank, std::vector<int> world_ranks, std::string name, CommOptions options);
+
+  // "all_gather of 4096 bytes on group 'dp_shard' (size 4) at rank 1 (world rank 5)"
+  std::string describe(CommOp op, size_t bytes) const;
+  // Throws NotSupported naming the backend unless supports(op).
+  void require(CommOp op) const;
+  // Backends check that buffers live where they can reach them (host or a CUDA device).
+  virtual void check_buffer(const Tensor& buffer, std::string_view what) const = 0;
+
+  virtual WorkPtr do_all_gather(const Tensor& out, const Tensor& in) = 0;
+  virtual WorkPtr do_reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) = 0;
+  virtual WorkPtr do_all_reduce(const Tensor& buffer, ReduceOp op) = 0;
+  virtual WorkPtr do_broadcast(const Tensor& buffer, int root) = 0;
+  virtual WorkPtr do_send(const Tensor& buffer, int peer) = 0;
+  virtual WorkPtr do_recv(const Tensor& buffer, int peer) = 0;
+  virtual WorkPtr do_all_to_all(const Tensor& out, const Tensor& in) = 0;
+  virtual WorkPtr do_barrier() = 0;
+  // members: ranks here of the new group, in its order (the caller is among them).
+  virtual std::unique_ptr<Communicator> do_split(const std::vector<int>& members, int color,
+                                                 int key, std::string name) = 0;
+
+ private:
+  void count(CommOp op, uint64_t sent, uint64_t received);
+  void check_peer(int peer, std::string_view what) const;
+
+  int rank_;
+  std::vector<int> world_ranks_;
+  std::string name_;
+  CommOptions options_;
+  CommCounters counters_;
+};
+
+}  // namespace meshtrain
