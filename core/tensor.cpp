@@ -126,9 +126,9 @@ Tensor Tensor::rows(int64_t begin, int64_t count) const {
   return Tensor(storage_, offset_ + begin * row, shape, dtype_);
 }
 
-void Tensor::zero_() { device_memset_zero(device(), raw_data(), nbytes()); }
+void Tensor::zero_() const { device_memset_zero(device(), raw_data(), nbytes()); }
 
-void Tensor::copy_from(const Tensor& src) {
+void Tensor::copy_from(const Tensor& src) const {
   MT_CHECK(dtype_ == src.dtype_ && numel_ == src.numel_, "copy from ", src.describe(), " into ",
            describe());
   device_memcpy(raw_data(), device(), src.raw_data(), src.device(), nbytes());

@@ -68,8 +68,8 @@ class Tensor {
   Tensor flatten() const { return reshape({numel_}); }
   Tensor rows(int64_t begin, int64_t count) const;  // slice along dim 0
 
-  void zero_();
-  void copy_from(const Tensor& src);  // same dtype and numel; any devices
+  void zero_() const;  // handles are const; the data they point to is not
+  void copy_from(const Tensor& src) const;  // same dtype and numel; any devices
   Tensor to(Device device) const;     // a copy on the given device
   Tensor clone() const { return to(device()); }
   // Values as f32 on the host (bf16 and i32 are converted).

@@ -1,0 +1,13 @@
+// The subcommands of the meshtrain command line; each registers itself on the app and runs from
+// its callback. Errors surface as meshtrain::Error and end the program with a message.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace meshtrain {
+
+void add_train_command(CLI::App& app);
+void add_prepare_command(CLI::App& app);
+void add_info_command(CLI::App& app);
+
+}  // namespace meshtrain

@@ -1,0 +1,24 @@
+// meshtrain: the command line. Subcommands: train, prepare, info.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "apps/cli/commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"meshtrain: train GPT-2 on a device mesh (FSDP, tensor and pipeline parallel)"};
+  app.require_subcommand(1);
+  meshtrain::add_train_command(app);
+  meshtrain::add_prepare_command(app);
+  meshtrain::add_info_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const meshtrain::Error& e) {
+    std::cerr << "meshtrain: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

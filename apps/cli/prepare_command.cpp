@@ -1,0 +1,20 @@
+#include <iostream>
+
+#include "apps/cli/commands.h"
+#include "models/token_file.h"
+
+namespace meshtrain {
+
+void add_prepare_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("prepare", "Turn a text file into a byte-level token file");
+  auto text = std::make_shared<std::string>();
+  auto tokens = std::make_shared<std::string>();
+  cmd->add_option("text", *text, "UTF-8 (or any) text file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("tokens", *tokens, "token file to write (llm.c format, vocab 256)")->required();
+  cmd->callback([text, tokens] {
+    const int64_t count = prepare_byte_tokens(*text, *tokens);
+    std::cout << "wrote " << count << " tokens to " << *tokens << "\n";
+  });
+}
+
+}  // namespace meshtrain

@@ -1,0 +1,97 @@
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
+#include "apps/cli/commands.h"
+#include "apps/train/checkpoint_config.h"
+#include "apps/train/run_training.h"
+#include "core/error.h"
+
+namespace meshtrain {
+
+namespace {
+
+struct TrainFlags {
+  TrainConfig config;
+  std::string model = "demo";
+  int64_t vocab = 0, ctx = 0, dim = 0, layers = 0, heads = 0;  // 0: from the preset or file
+  std::string backend = "local";
+  std::string mesh;
+  std::string fsdp = "full";
+  std::string param_dtype = "f32";
+  std::string reduce_dtype = "f32";
+  std::string grad_sync = "every";
+};
+
+void apply(TrainFlags& f) {
+  TrainConfig& c = f.config;
+  if (!c.init_path.empty()) {
+    MT_CHECK(f.heads > 0, "--init needs --heads (safetensors files do not record the head count)");
+    c.model = gpt2_config_from_checkpoint(c.init_path, f.heads);
+  } else {
+    c.model = gpt2_preset(f.model);
+    if (f.vocab) c.model.vocab = f.vocab;
+    if (f.ctx) c.model.ctx = f.ctx;
+    if (f.dim) c.model.dim = f.dim;
+    if (f.layers) c.model.layers = f.layers;
+    if (f.heads) c.model.heads = f.heads;
+  }
+  c.backend = parse_backend(f.backend);
+  if (!f.mesh.empty()) c.mesh = parse_mesh_spec(f.mesh);
+  c.fsdp.mode = parse_fsdp_mode(f.fsdp);
+  c.fsdp.param_dtype = parse_dtype(f.param_dtype);
+  c.fsdp.reduce_dtype = parse_dtype(f.reduce_dtype);
+  c.fsdp.grad_sync = parse_grad_sync(f.grad_sync);
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("train", "Train GPT-2 on a device mesh");
+  auto f = std::make_shared<TrainFlags>();
+  TrainConfig& c = f->config;
+  cmd->add_option("--model", f->model, "model preset (see meshtrain info)")->capture_default_str();
+  cmd->add_option("--vocab", f->vocab, "vocabulary size (overrides the preset)");
+  cmd->add_option("--ctx", f->ctx, "context length (overrides the preset)");
+  cmd->add_option("--dim", f->dim, "model width (overrides the preset)");
+  cmd->add_option("--layers", f->layers, "transformer blocks (overrides the preset)");
+  cmd->add_option("--heads", f->heads, "attention heads (overrides the preset)");
+  cmd->add_option("--init", c.init_path, "start from a safetensors file")->check(CLI::ExistingFile);
+  cmd->add_option("--data", c.data_path, "token file (meshtrain prepare makes one)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
+  cmd->add_option("--batch", c.batch, "global sequences per step")->capture_default_str();
+  cmd->add_option("--seq", c.seq, "tokens per sequence")->capture_default_str();
+  cmd->add_option("--grad-accum", c.grad_accum, "micro-batches per step")->capture_default_str();
+  cmd->add_option("--lr", c.lr.lr, "learning rate")->capture_default_str();
+  cmd->add_option("--warmup", c.lr.warmup_steps, "linear warmup steps");
+  cmd->add_option("--decay-steps", c.lr.decay_steps, "cosine decay to --min-lr by this step");
+  cmd->add_option("--min-lr", c.lr.min_lr, "learning rate at the end of the decay");
+  cmd->add_option("--wd", c.weight_decay, "AdamW weight decay")->capture_default_str();
+  cmd->add_option("--clip", c.clip, "clip the global gradient norm (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--seed", c.seed, "initialisation and sampling seed")->capture_default_str();
+  cmd->add_option("--save", c.save_path, "write the trained model (safetensors)");
+  cmd->add_option("--metrics", c.metrics_path, "write per-step metrics (JSON lines)");
+  cmd->add_option("--world", c.world, "number of ranks")->capture_default_str();
+  cmd->add_option("--backend", f->backend, "local, mpi or nccl")->capture_default_str();
+  cmd->add_option("--mesh", f->mesh, "mesh axes, e.g. dp_replicate=2,dp_shard=4 (default: dp_shard=world)");
+  cmd->add_option("--fsdp", f->fsdp, "full, grad_op, none or hybrid")->capture_default_str();
+  cmd->add_option("--prefetch", c.fsdp.prefetch, "all-gathers in flight")->capture_default_str();
+  cmd->add_option("--param-dtype", f->param_dtype, "f32 or bf16")->capture_default_str();
+  cmd->add_option("--reduce-dtype", f->reduce_dtype, "f32 or bf16")->capture_default_str();
+  cmd->add_option("--grad-sync", f->grad_sync,
+                  "reduce gradients every micro-batch or on the last one (every, last)")
+      ->capture_default_str();
+  cmd->add_option("--sample", c.sample_bytes, "bytes of text to sample at the end (0: none)")
+      ->capture_default_str();
+  cmd->add_flag("--quiet", c.quiet, "print nothing but errors");
+  cmd->callback([f] {
+    apply(*f);
+    run_training(f->config, std::cout, isatty(STDOUT_FILENO) != 0);
+  });
+}
+
+}  // namespace meshtrain

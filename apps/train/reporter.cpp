@@ -1,0 +1,128 @@
+#include "apps/train/reporter.h"
+
+#include <cstdio>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace meshtrain {
+
+std::string format_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return text;
+}
+
+namespace {
+std::string format_duration(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  char text[32];
+  if (s >= 3600)
+    std::snprintf(text, sizeof text, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s % 3600 / 60));
+  else
+    std::snprintf(text, sizeof text, "%lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  return text;
+}
+}  // namespace
+
+TrainReporter::TrainReporter(const TrainConfig& config, std::ostream& out, bool interactive)
+    : config_(config), out_(out), interactive_(interactive) {
+  if (!config_.metrics_path.empty()) {
+    metrics_.open(config_.metrics_path);
+    if (!metrics_) throw IoError("cannot write the metrics file '" + config_.metrics_path + "'");
+  }
+}
+
+void TrainReporter::start(const std::string& mesh, int64_t parameters) {
+  start_ = std::chrono::steady_clock::now();
+  if (config_.quiet) return;
+  out_ << "meshtrain: GPT-2 " << config_.model.describe() << " (" << parameters
+       << " parameters) on " << config_.world << " rank" << (config_.world > 1 ? "s" : "")
+       << " of the " << backend_name(config_.backend) << " backend, mesh " << mesh << ", fsdp "
+       << fsdp_mode_name(config_.fsdp.mode) << "\n"
+       << "          " << config_.steps << " steps of " << config_.batch << " x " << config_.seq
+       << " tokens" << (config_.grad_accum > 1 ? " in micro-batches" : "") << ", lr "
+       << config_.lr.lr << "\n";
+  out_.flush();
+}
+
+void TrainReporter::print_progress(const StepMetrics& m) {
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double eta = elapsed / (m.step + 1) * (config_.steps - m.step - 1);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "step %5lld/%lld | loss %.4f | %8.0f tok/s | comm %s exposed %.1f ms | "
+                "peak %s/rank | ETA %s",
+                static_cast<long long>(m.step + 1), static_cast<long long>(config_.steps), m.loss,
+                m.tokens_per_s, format_bytes(m.comm_bytes).c_str(), m.exposed_comm_s * 1e3,
+                format_bytes(m.peak_mem_bytes).c_str(), format_duration(eta).c_str());
+  if (interactive_) {
+    out_ << "\r" << line << "\033[K" << std::flush;
+  } else {
+    out_ << line << "\n" << std::flush;
+  }
+}
+
+void TrainReporter::on_step(const StepMetrics& m) {
+  if (m.step == 0) first_loss_ = m.loss;
+  if (m.step > 0) {  // the first step warms caches and allocators
+    tokens_per_s_sum_ += m.tokens_per_s;
+    ++timed_steps_;
+  }
+  last_ = m;
+  if (metrics_.is_open()) {
+    nlohmann::json j = {{"step", m.step},
+                        {"loss", m.loss},
+                        {"lr", m.lr},
+                        {"step_time_s", m.step_time_s},
+                        {"tokens_per_s", m.tokens_per_s},
+                        {"peak_mem_bytes", m.peak_mem_bytes},
+                        {"peak_mem_bytes_per_rank", m.peak_mem_per_rank},
+                        {"comm_bytes", m.comm_bytes},
+                        {"exposed_comm_s", m.exposed_comm_s},
+                        {"sharded_state_bytes", m.sharded_state_bytes},
+                        {"unsharded_param_peak_bytes", m.unsharded_param_peak_bytes},
+                        {"unsharded_grad_peak_bytes", m.unsharded_grad_peak_bytes}};
+    if (m.grad_norm >= 0) j["grad_norm"] = m.grad_norm;
+    metrics_ << j.dump() << "\n" << std::flush;
+  }
+  if (config_.quiet) return;
+  const int64_t every = std::max<int64_t>(1, config_.steps / 20);
+  if (interactive_ || (m.step + 1) % every == 0 || m.step == 0 || m.step + 1 == config_.steps)
+    print_progress(m);
+}
+
+void TrainReporter::finish(const std::string& sample) {
+  if (config_.quiet) return;
+  if (interactive_) out_ << "\n";
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  out_ << "done: loss " << first_loss_ << " -> " << last_.loss << " in " << config_.steps
+       << " steps, " << format_duration(elapsed) << ", "
+       << static_cast<int64_t>(timed_steps_ ? tokens_per_s_sum_ / timed_steps_ : last_.tokens_per_s)
+       << " tok/s on average\n";
+  out_ << "memory per rank (peak of the last step):";
+  for (size_t r = 0; r < last_.peak_mem_per_rank.size(); ++r)
+    out_ << (r % 4 == 0 ? "\n  " : "  ") << "rank " << r << ": "
+         << format_bytes(last_.peak_mem_per_rank[r]);
+  out_ << "\n  sharded state " << format_bytes(last_.sharded_state_bytes)
+       << ", unsharded parameters peak " << format_bytes(last_.unsharded_param_peak_bytes)
+       << ", unsharded gradients peak " << format_bytes(last_.unsharded_grad_peak_bytes) << "\n";
+  if (!config_.save_path.empty()) out_ << "saved the model to " << config_.save_path << "\n";
+  if (!sample.empty()) out_ << "sample:\n" << sample << "\n";
+  out_.flush();
+}
+
+}  // namespace meshtrain

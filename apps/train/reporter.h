@@ -1,0 +1,39 @@
+// TrainReporter: what rank 0 tells the user during a run — a progress line (redrawn in place on a
+// terminal, one line every few steps otherwise), the metrics file (JSON lines, one object per
+// step) and the closing summary.
+#pragma once
+
+#include <chrono>
+#include <fstream>
+#include <iosfwd>
+#include <string>
+
+#include "apps/train/step_metrics.h"
+#include "apps/train/train_config.h"
+
+namespace meshtrain {
+
+class TrainReporter {
+ public:
+  TrainReporter(const TrainConfig& config, std::ostream& out, bool interactive);
+  void start(const std::string& mesh, int64_t parameters);
+  void on_step(const StepMetrics& m);
+  void finish(const std::string& sample);
+
+ private:
+  void print_progress(const StepMetrics& m);
+
+  TrainConfig config_;
+  std::ostream& out_;
+  bool interactive_;
+  std::ofstream metrics_;
+  std::chrono::steady_clock::time_point start_;
+  double first_loss_ = 0.0;
+  StepMetrics last_;
+  double tokens_per_s_sum_ = 0.0;
+  int64_t timed_steps_ = 0;
+};
+
+std::string format_bytes(uint64_t bytes);  // "12.3 MiB"
+
+}  // namespace meshtrain

@@ -1,0 +1,75 @@
+#include "apps/train/run_training.h"
+
+#include <optional>
+
+#include "apps/train/reporter.h"
+#include "apps/train/trainer.h"
+#include "core/comm/local/spawn_ranks.h"
+#include "core/error.h"
+#include "meshtrain/config.h"
+
+#if MESHTRAIN_HAS_MPI
+#include "core/comm/mpi/mpi_world.h"
+#endif
+
+namespace meshtrain {
+
+namespace {
+
+// One rank's whole run; `reporter` is set on rank 0 only.
+std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& world,
+                                    MemoryTracker& memory, TrainReporter* reporter) {
+  Trainer trainer(config, world, memory);
+  if (reporter) reporter->start(trainer.mesh().layout().to_string(),
+                                trainer.model().config().num_parameters());
+  std::vector<StepMetrics> steps;
+  for (int64_t s = 0; s < config.steps; ++s) {
+    steps.push_back(trainer.step());
+    if (reporter) reporter->on_step(steps.back());
+  }
+  if (!config.save_path.empty()) trainer.save(config.save_path);
+  std::string sample;
+  if (config.sample_bytes > 0 && config.model.vocab == 256)
+    sample = trainer.sample(config.sample_bytes, config.seed);
+  if (reporter) reporter->finish(sample);
+  return steps;
+}
+
+}  // namespace
+
+std::vector<StepMetrics> run_training(const TrainConfig& config, std::ostream& out,
+                                      bool interactive) {
+  config.validate();
+  switch (config.backend) {
+    case BackendKind::local: {
+      TrainReporter reporter(config, out, interactive);
+      std::vector<StepMetrics> steps;
+      spawn_ranks(config.world, [&](RankContext& ctx) {
+        auto mine = train_rank(config, ctx.world, ctx.memory, ctx.rank == 0 ? &reporter : nullptr);
+        if (ctx.rank == 0) steps = std::move(mine);
+      });
+      return steps;
+    }
+    case BackendKind::mpi: {
+#if MESHTRAIN_HAS_MPI
+      std::unique_ptr<Communicator> world = mpi_world();
+      MT_CHECK_EQ(world->size(), config.world, "--world must match the number of mpirun processes");
+      MemoryTracker memory;
+      MemoryScope scope(&memory);
+      std::optional<TrainReporter> reporter;
+      if (world->rank() == 0) reporter.emplace(config, out, interactive);
+      auto steps = train_rank(config, *world, memory, reporter ? &*reporter : nullptr);
+      return world->rank() == 0 ? steps : std::vector<StepMetrics>{};
+#else
+      throw NotSupported("--backend mpi: this build of meshtrain has no MPI support");
+#endif
+    }
+    case BackendKind::nccl:
+      throw NotSupported(
+          "--backend nccl: training on GPUs is not wired into the trainer yet; the nccl "
+          "communicator itself is available to C++ programs (core/comm/nccl)");
+  }
+  throw InvalidArgument("unknown backend");
+}
+
+}  // namespace meshtrain

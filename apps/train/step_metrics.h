@@ -1,0 +1,25 @@
+// What one training step reports. Every field is the same on every rank (reduced over ranks).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace meshtrain {
+
+struct StepMetrics {
+  int64_t step = 0;
+  double loss = 0.0;        // mean cross-entropy over the global batch
+  float lr = 0.f;
+  double grad_norm = -1.0;  // global gradient norm before clipping; -1 when not computed
+  double step_time_s = 0.0;  // slowest rank
+  double tokens_per_s = 0.0;  // global tokens / step time
+  double exposed_comm_s = 0.0;  // time blocked on communication, slowest rank
+  uint64_t comm_bytes = 0;      // bytes sent in this step on the strategies' groups, busiest rank
+  uint64_t peak_mem_bytes = 0;  // tracked peak of the step, largest over ranks
+  uint64_t sharded_state_bytes = 0;    // parameters + gradients + optimizer held between steps
+  uint64_t unsharded_param_peak_bytes = 0;
+  uint64_t unsharded_grad_peak_bytes = 0;
+  std::vector<uint64_t> peak_mem_per_rank;
+};
+
+}  // namespace meshtrain

@@ -1,0 +1,55 @@
+#include "apps/train/train_config.h"
+
+#include "core/error.h"
+
+namespace meshtrain {
+
+BackendKind parse_backend(std::string_view text) {
+  if (text == "local") return BackendKind::local;
+  if (text == "mpi") return BackendKind::mpi;
+  if (text == "nccl") return BackendKind::nccl;
+  throw InvalidArgument(
+      detail::concat("unknown backend '", text, "', expected local, mpi or nccl"));
+}
+
+std::string_view backend_name(BackendKind kind) {
+  switch (kind) {
+    case BackendKind::local: return "local";
+    case BackendKind::mpi: return "mpi";
+    case BackendKind::nccl: return "nccl";
+  }
+  return "unknown";
+}
+
+MeshLayout TrainConfig::effective_mesh() const {
+  if (mesh.ndim() > 0) return mesh;
+  return MeshLayout({{"dp_shard", world}});
+}
+
+void TrainConfig::validate() const {
+  model.validate();
+  lr.validate();
+  MT_CHECK(!data_path.empty(), "--data: a token file is required (make one with meshtrain prepare)");
+  MT_CHECK_GT(steps, 0, "--steps must be positive");
+  MT_CHECK_GT(batch, 0, "--batch must be positive");
+  MT_CHECK_GT(seq, 0, "--seq must be positive");
+  MT_CHECK_LE(seq, model.ctx, "--seq must not exceed the model's context length");
+  MT_CHECK_GT(grad_accum, 0, "--grad-accum must be positive");
+  MT_CHECK_GE(weight_decay, 0.f, "--wd must not be negative");
+  MT_CHECK_GE(clip, 0.f, "--clip must not be negative");
+  MT_CHECK_GE(world, 1, "--world must be at least 1");
+  const MeshLayout layout = effective_mesh();
+  layout.check_world_size(world);
+  int64_t dp = 1;
+  for (const char* axis : {"dp_replicate", "dp_shard"})
+    if (layout.has_axis(axis)) dp *= layout.axis_size(axis);
+  MT_CHECK_EQ(batch % dp, 0, "--batch must divide by the data-parallel degree ", dp);
+  MT_CHECK_EQ((batch / dp) % grad_accum, 0, "--batch / data-parallel degree (", batch / dp,
+              ") must divide by --grad-accum");
+  for (const MeshAxis& axis : layout.axes())
+    MT_CHECK(axis.size == 1 || axis.name == "dp_shard" || axis.name == "dp_replicate",
+             "mesh axis ", axis.name, "=", axis.size,
+             " has no strategy yet: this build runs data-parallel meshes (dp_replicate, dp_shard)");
+}
+
+}  // namespace meshtrain

@@ -1,0 +1,45 @@
+// Everything a training run is configured with, from C++ or from `meshtrain train` flags.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "mesh/mesh_layout.h"
+#include "models/gpt2_config.h"
+#include "models/lr_schedule.h"
+#include "plugins/fsdp/fsdp_options.h"
+
+namespace meshtrain {
+
+enum class BackendKind { local, mpi, nccl };
+BackendKind parse_backend(std::string_view text);
+std::string_view backend_name(BackendKind kind);
+
+struct TrainConfig {
+  GPT2Config model = gpt2_preset("demo");
+  std::string init_path;  // safetensors to start from (empty: initialise from the seed)
+  std::string data_path;  // llm.c token file
+  int64_t steps = 100;
+  int64_t batch = 8;       // global sequences per optimizer step
+  int64_t seq = 64;        // tokens per sequence
+  int64_t grad_accum = 1;  // micro-batches per step
+  LrSchedule lr;
+  float weight_decay = 0.0f;
+  float clip = 0.0f;  // max global gradient norm; 0 disables clipping
+  uint64_t seed = 1337;
+  std::string save_path;     // safetensors of the trained model (written by rank 0)
+  std::string metrics_path;  // JSON lines, one object per step
+  int world = 1;
+  BackendKind backend = BackendKind::local;
+  MeshLayout mesh;  // default: dp_shard over the whole world
+  FsdpOptions fsdp;
+  int64_t sample_bytes = 200;  // text generated at the end (byte-level models); 0: none
+  bool quiet = false;
+
+  // The mesh to run on: the given one, or dp_shard=world.
+  MeshLayout effective_mesh() const;
+  // InvalidArgument naming the flag and what was expected.
+  void validate() const;
+};
+
+}  // namespace meshtrain

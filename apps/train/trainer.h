@@ -1,0 +1,61 @@
+// Trainer: one rank's view of a training run — the mesh, GPT-2, the parallel plan (FSDP on the
+// data axes), the data, AdamW — and the step loop. Every rank of the world constructs one with the
+// same config and calls the same methods in the same order (SPMD).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/train/step_metrics.h"
+#include "apps/train/train_config.h"
+#include "core/comm/communicator.h"
+#include "mesh/device_mesh.h"
+#include "models/adamw.h"
+#include "models/gpt2.h"
+#include "models/token_batches.h"
+#include "parallel/parallel_plan.h"
+#include "plugins/fsdp/fsdp_strategy.h"
+
+namespace meshtrain {
+
+class Trainer {
+ public:
+  Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& memory);
+
+  // Runs the next optimizer step (collective) and returns its metrics.
+  StepMetrics step();
+  int64_t steps_done() const { return step_; }
+
+  GPT2& model() { return *model_; }
+  DeviceMesh& mesh() { return *mesh_; }
+  FsdpStrategy* fsdp() { return fsdp_; }
+  int rank() const { return world_.rank(); }
+
+  // Collective: calls fn on every parameter's full value, one FSDP unit unsharded at a time.
+  void for_each_full_param(const std::function<void(const Parameter&, const Tensor&)>& fn);
+  // Collective: rank 0 writes the full model to a safetensors file.
+  void save(const std::string& path);
+  // Collective: rank 0 returns text sampled from the trained model (byte-level models only);
+  // other ranks return an empty string.
+  std::string sample(int64_t bytes, uint64_t seed);
+
+ private:
+  std::vector<Communicator*> strategy_comms() const;
+  uint64_t strategy_bytes_sent() const;
+
+  TrainConfig config_;
+  Communicator& world_;
+  MemoryTracker& memory_;
+  std::unique_ptr<DeviceMesh> mesh_;
+  std::unique_ptr<GPT2> model_;
+  ParallelPlan plan_;
+  FsdpStrategy* fsdp_ = nullptr;
+  ParallelModel parallel_;
+  std::unique_ptr<TokenBatches> batches_;
+  AdamW optimizer_;
+  int64_t step_ = 0;
+};
+
+}  // namespace meshtrain

@@ -1,0 +1,31 @@
+#include "core/comm/gather_values.h"
+
+#include <cstring>
+
+namespace meshtrain {
+
+namespace {
+// 8-byte values travel as pairs of i32 (a dtype every backend moves).
+template <typename T>
+std::vector<T> gather_8_byte(Communicator& comm, const std::vector<T>& mine) {
+  static_assert(sizeof(T) == 8);
+  const int64_t n = static_cast<int64_t>(mine.size());
+  Tensor in = Tensor::empty({2 * n}, DType::i32);
+  if (n) std::memcpy(in.raw_data(), mine.data(), n * sizeof(T));
+  Tensor out = Tensor::empty({2 * n * comm.size()}, DType::i32);
+  comm.all_gather_into(out, in)->wait();
+  std::vector<T> all(static_cast<size_t>(n * comm.size()));
+  if (!all.empty()) std::memcpy(all.data(), out.raw_data(), all.size() * sizeof(T));
+  return all;
+}
+}  // namespace
+
+std::vector<uint64_t> all_gather_values(Communicator& comm, const std::vector<uint64_t>& mine) {
+  return gather_8_byte(comm, mine);
+}
+
+std::vector<double> all_gather_values(Communicator& comm, const std::vector<double>& mine) {
+  return gather_8_byte(comm, mine);
+}
+
+}  // namespace meshtrain

@@ -1,0 +1,16 @@
+// Small host values gathered from every rank, bit-exact (the values travel as raw bits, no
+// arithmetic), for metrics and checks: losses, byte counts, timings.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/comm/communicator.h"
+
+namespace meshtrain {
+
+// Collective: every rank's values, rank-major (rank r's values at [r * n, (r + 1) * n)).
+std::vector<uint64_t> all_gather_values(Communicator& comm, const std::vector<uint64_t>& mine);
+std::vector<double> all_gather_values(Communicator& comm, const std::vector<double>& mine);
+
+}  // namespace meshtrain

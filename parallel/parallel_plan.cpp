@@ -1,0 +1,50 @@
+#include "parallel/parallel_plan.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+#include "mesh/device_mesh.h"
+
+namespace meshtrain {
+
+ParallelPlan& ParallelPlan::add(std::unique_ptr<Strategy> strategy, std::vector<std::string> axes) {
+  MT_CHECK(strategy != nullptr, "ParallelPlan::add(nullptr)");
+  MT_CHECK(!axes.empty(), "strategy '", strategy->name(), "' must be bound to at least one axis");
+  for (const Binding& b : bindings_) {
+    MT_CHECK(b.strategy->name() != strategy->name(), "strategy '", strategy->name(),
+             "' is bound twice");
+    for (const std::string& axis : axes)
+      MT_CHECK(std::find(b.axes.begin(), b.axes.end(), axis) == b.axes.end(), "axis '", axis,
+               "' is bound to both '", b.strategy->name(), "' and '", strategy->name(), "'");
+  }
+  bindings_.push_back({std::move(strategy), std::move(axes)});
+  return *this;
+}
+
+ParallelModel ParallelPlan::apply(DeviceMesh& mesh, Model& model) {
+  MT_CHECK(!applied_, "a ParallelPlan applies once");
+  for (const Binding& b : bindings_)
+    for (const std::string& axis : b.axes)
+      MT_CHECK(mesh.has_axis(axis), "strategy '", b.strategy->name(), "' is bound to axis '",
+               axis, "' but the mesh is ", mesh.layout().to_string());
+  applied_ = true;
+
+  std::vector<Binding*> order;
+  for (Binding& b : bindings_) order.push_back(&b);
+  std::stable_sort(order.begin(), order.end(), [](const Binding* a, const Binding* b) {
+    return a->strategy->kind() < b->strategy->kind();
+  });
+
+  ParallelContext ctx{mesh, &model, model.default_units(), {}, nullptr};
+  ctx.state = std::make_unique<WholeParameters>(model);
+  for (Binding* b : order) b->strategy->apply(ctx, b->axes);
+
+  ParallelModel result;
+  result.engine = std::make_unique<Engine>(*ctx.model, make_unit_plan(*ctx.model, ctx.unit_specs));
+  for (StepHooks* h : ctx.hooks) result.engine->add_hooks(h);
+  result.state = std::move(ctx.state);
+  return result;
+}
+
+}  // namespace meshtrain

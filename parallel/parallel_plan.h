@@ -1,0 +1,36 @@
+// ParallelPlan: which strategy runs on which mesh axes. apply() validates the bindings against the
+// mesh, applies the strategies in the documented order (pipeline, tensor, data; ties keep the order
+// they were added in) and returns the engine and trainable state to train with.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "parallel/engine.h"
+#include "parallel/strategy.h"
+
+namespace meshtrain {
+
+struct ParallelModel {
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<TrainableState> state;
+};
+
+class ParallelPlan {
+ public:
+  // A strategy bound twice, or an axis bound to two strategies, is an error.
+  ParallelPlan& add(std::unique_ptr<Strategy> strategy, std::vector<std::string> axes);
+  // The plan owns its strategies; it must outlive the returned model. Applies once.
+  ParallelModel apply(DeviceMesh& mesh, Model& model);
+
+ private:
+  struct Binding {
+    std::unique_ptr<Strategy> strategy;
+    std::vector<std::string> axes;
+  };
+  std::vector<Binding> bindings_;
+  bool applied_ = false;
+};
+
+}  // namespace meshtrain

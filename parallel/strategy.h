@@ -1,0 +1,41 @@
+// Strategy: a parallelism plugin bound to mesh axes. A ParallelPlan applies strategies in a fixed
+// order, as torchtitan does: pipeline split first, then tensor parallel, then data parallel
+// (FSDP) on each stage's units.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "parallel/hooks.h"
+#include "parallel/model.h"
+#include "parallel/trainable_state.h"
+
+namespace meshtrain {
+
+class DeviceMesh;
+
+enum class StrategyKind { pipeline = 0, tensor = 1, data = 2 };  // also the order of application
+std::string_view strategy_kind_name(StrategyKind kind);
+
+// What strategies transform, in order. Each may narrow the model (pipeline), swap layers (tensor
+// parallel), regroup units, add hooks, and take over the trainable state (data parallel).
+struct ParallelContext {
+  DeviceMesh& mesh;
+  Model* model;
+  std::vector<UnitSpec> unit_specs;
+  std::vector<StepHooks*> hooks;
+  std::unique_ptr<TrainableState> state;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+  virtual StrategyKind kind() const = 0;
+  // Called once per plan with the axes the strategy is bound to (all present in ctx.mesh).
+  // The strategy must outlive the training it configures (the plan owns it).
+  virtual void apply(ParallelContext& ctx, const std::vector<std::string>& axes) = 0;
+};
+
+}  // namespace meshtrain

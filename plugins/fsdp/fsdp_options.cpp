@@ -1,0 +1,33 @@
+#include "plugins/fsdp/fsdp_options.h"
+
+#include "core/error.h"
+
+namespace meshtrain {
+
+FsdpMode parse_fsdp_mode(std::string_view text) {
+  if (text == "full") return FsdpMode::full;
+  if (text == "grad_op") return FsdpMode::grad_op;
+  if (text == "none") return FsdpMode::none;
+  if (text == "hybrid") return FsdpMode::hybrid;
+  throw InvalidArgument(
+      detail::concat("unknown FSDP mode '", text, "', expected full, grad_op, none or hybrid"));
+}
+
+std::string_view fsdp_mode_name(FsdpMode mode) {
+  switch (mode) {
+    case FsdpMode::full: return "full";
+    case FsdpMode::grad_op: return "grad_op";
+    case FsdpMode::none: return "none";
+    case FsdpMode::hybrid: return "hybrid";
+  }
+  return "unknown";
+}
+
+GradSync parse_grad_sync(std::string_view text) {
+  if (text == "every") return GradSync::every_micro_batch;
+  if (text == "last") return GradSync::last_micro_batch;
+  throw InvalidArgument(
+      detail::concat("unknown gradient sync '", text, "', expected 'every' or 'last'"));
+}
+
+}  // namespace meshtrain

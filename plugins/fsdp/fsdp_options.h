@@ -1,0 +1,37 @@
+// FSDP options, as a PyTorch FSDP2 user would set them.
+#pragma once
+
+#include <string_view>
+
+#include "core/dtype.h"
+
+namespace meshtrain {
+
+enum class FsdpMode {
+  full,     // ZeRO-3: shard parameters, gradients and optimizer state; reshard after forward
+  grad_op,  // ZeRO-2: as full, but keep parameters unsharded from forward until backward
+  none,     // plain data parallelism: replicated parameters, all-reduced gradients (DDP)
+  hybrid,   // HSDP: shard within dp_shard, all-reduce the gradient shards across dp_replicate
+};
+FsdpMode parse_fsdp_mode(std::string_view text);
+std::string_view fsdp_mode_name(FsdpMode mode);
+
+// When gradients are reduced under gradient accumulation.
+enum class GradSync {
+  every_micro_batch,  // reduce-scatter each micro-batch into the sharded gradient
+  last_micro_batch,   // keep unsharded gradients and reduce once, after the last micro-batch
+};
+GradSync parse_grad_sync(std::string_view text);
+
+struct FsdpOptions {
+  FsdpMode mode = FsdpMode::full;
+  // At most this many all-gathers in flight (the rate limiter); 0 turns prefetching off.
+  int prefetch = 2;
+  DType param_dtype = DType::f32;   // dtype of the all-gather (compute sees these values)
+  DType reduce_dtype = DType::f32;  // dtype of gradient reduction
+  GradSync grad_sync = GradSync::every_micro_batch;
+  // The root unit (embeddings and tied head) stays unsharded from forward to backward, as in FSDP2.
+  bool reshard_root_after_forward = false;
+};
+
+}  // namespace meshtrain

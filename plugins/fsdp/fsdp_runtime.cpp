@@ -1,0 +1,97 @@
+#include "plugins/fsdp/fsdp_runtime.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace meshtrain {
+
+FsdpRuntime::FsdpRuntime(const UnitPlan& plan, std::vector<std::unique_ptr<FsdpUnit>> units,
+                         FsdpGroups groups, int prefetch)
+    : forward_order_(plan.forward_order),
+      backward_order_(plan.backward_order),
+      units_(std::move(units)),
+      groups_(groups),
+      prefetch_(prefetch) {
+  MT_CHECK_GE(prefetch, 0, "FSDP prefetch (all-gathers in flight) must be at least 0");
+}
+
+int FsdpRuntime::in_flight() const {
+  return static_cast<int>(std::count_if(units_.begin(), units_.end(),
+                                        [](const auto& u) { return u->gather_in_flight(); }));
+}
+
+void FsdpRuntime::prefetch_after(int unit, const std::vector<int>& order) {
+  auto it = std::find(order.begin(), order.end(), unit);
+  for (++it; it != order.end() && in_flight() < prefetch_; ++it)
+    if (units_[*it]->needs_gather()) units_[*it]->begin_unshard();
+  max_in_flight_seen_ = std::max(max_in_flight_seen_, in_flight());
+}
+
+void FsdpRuntime::finish_reductions_except(int unit) {
+  for (int u = 0; u < static_cast<int>(units_.size()); ++u)
+    if (u != unit) units_[u]->finish_reduction();
+}
+
+void FsdpRuntime::begin_micro_batch(int index, int count) {
+  micro_batch_ = index;
+  micro_batches_ = count;
+}
+
+void FsdpRuntime::pre_forward(int unit) {
+  FsdpUnit& u = *units_[unit];
+  u.set_phase(TrainingPhase::forward);
+  u.unshard();
+  prefetch_after(unit, forward_order_);
+}
+
+void FsdpRuntime::post_forward(int unit) {
+  FsdpUnit& u = *units_[unit];
+  if (u.reshard_after_forward()) u.reshard(ShardState::sharded_after_forward);
+  u.set_phase(TrainingPhase::idle);
+}
+
+void FsdpRuntime::pre_backward(int unit) {
+  FsdpUnit& u = *units_[unit];
+  u.set_phase(TrainingPhase::pre_backward);
+  u.unshard();
+  prefetch_after(unit, backward_order_);
+  u.prepare_grads();
+}
+
+void FsdpRuntime::post_backward(int unit) {
+  FsdpUnit& u = *units_[unit];
+  u.set_phase(TrainingPhase::post_backward);
+  u.reduce_grads(micro_batch_ == micro_batches_ - 1);
+  u.reshard(ShardState::sharded);
+  // Bound the staging memory: at most this unit's reduction stays in flight beside compute.
+  finish_reductions_except(unit);
+  u.set_phase(TrainingPhase::idle);
+}
+
+void FsdpRuntime::finish_backward() { finish_reductions_except(-1); }
+
+std::vector<OptimizerSlot> FsdpTrainableState::optimizer_slots() {
+  std::vector<OptimizerSlot> slots;
+  for (const auto& u : runtime_.units()) {
+    std::vector<OptimizerSlot> mine = u->optimizer_slots();
+    slots.insert(slots.end(), mine.begin(), mine.end());
+  }
+  return slots;
+}
+
+double FsdpTrainableState::grad_norm_squared() {
+  double local = 0.0;
+  for (const auto& u : runtime_.units()) local += u->local_grad_norm_squared();
+  Communicator* shard = runtime_.groups().shard;
+  if (!shard) return local;
+  Tensor sum = Tensor::from_vector(std::vector<float>{static_cast<float>(local)}, {1});
+  shard->all_reduce(sum, ReduceOp::sum)->wait();
+  return sum.to_vector()[0];
+}
+
+void FsdpTrainableState::zero_grad() {
+  for (const auto& u : runtime_.units()) u->zero_grad();
+}
+
+}  // namespace meshtrain

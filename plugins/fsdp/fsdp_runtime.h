@@ -1,0 +1,63 @@
+// FsdpRuntime: drives the FSDP units through a training step from the engine's hooks — all-gather
+// before a unit computes, prefetch of the next units within the in-flight limit, reshard after
+// forward, gradient reduction after backward — and owns the sharded trainable state.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "parallel/hooks.h"
+#include "parallel/trainable_state.h"
+#include "parallel/units.h"
+#include "plugins/fsdp/fsdp_unit.h"
+
+namespace meshtrain {
+
+class FsdpRuntime : public StepHooks {
+ public:
+  FsdpRuntime(const UnitPlan& plan, std::vector<std::unique_ptr<FsdpUnit>> units,
+              FsdpGroups groups, int prefetch);
+
+  void begin_micro_batch(int index, int count) override;
+  void pre_forward(int unit) override;
+  void post_forward(int unit) override;
+  void pre_backward(int unit) override;
+  void post_backward(int unit) override;
+  void finish_backward() override;
+
+  const std::vector<std::unique_ptr<FsdpUnit>>& units() const { return units_; }
+  const FsdpGroups& groups() const { return groups_; }
+  int max_in_flight_seen() const { return max_in_flight_seen_; }
+
+ private:
+  // Starts all-gathers for the units after `unit` in `order` while fewer than `prefetch_` are in
+  // flight; units that need no gather are skipped.
+  void prefetch_after(int unit, const std::vector<int>& order);
+  int in_flight() const;
+  void finish_reductions_except(int unit);
+
+  std::vector<int> forward_order_;
+  std::vector<int> backward_order_;
+  std::vector<std::unique_ptr<FsdpUnit>> units_;
+  FsdpGroups groups_;
+  int prefetch_;
+  int micro_batch_ = 0;
+  int micro_batches_ = 1;
+  int max_in_flight_seen_ = 0;
+};
+
+// The optimizer's view of FSDP: this rank's master shards and gradient shards.
+class FsdpTrainableState : public TrainableState {
+ public:
+  explicit FsdpTrainableState(FsdpRuntime& runtime) : runtime_(runtime) {}
+  std::vector<OptimizerSlot> optimizer_slots() override;
+  // Shards are disjoint within the shard group and identical across replicas, so the local sums
+  // are added over the shard group only.
+  double grad_norm_squared() override;
+  void zero_grad() override;
+
+ private:
+  FsdpRuntime& runtime_;
+};
+
+}  // namespace meshtrain

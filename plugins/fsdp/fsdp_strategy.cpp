@@ -1,0 +1,119 @@
+#include "plugins/fsdp/fsdp_strategy.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "mesh/device_mesh.h"
+
+namespace meshtrain {
+
+namespace {
+
+bool binds(const std::vector<std::string>& axes, const std::string& axis) {
+  return std::find(axes.begin(), axes.end(), axis) != axes.end() ||
+         std::find(axes.begin(), axes.end(), "dp") != axes.end();
+}
+
+Communicator* group_or_null(Communicator& comm) { return comm.size() > 1 ? &comm : nullptr; }
+
+FsdpGroups resolve_groups(DeviceMesh& mesh, const std::vector<std::string>& axes, FsdpMode mode) {
+  for (const std::string& axis : axes)
+    MT_CHECK(axis == "dp_shard" || axis == "dp_replicate" || axis == "dp",
+             "fsdp binds to the data axes dp_shard, dp_replicate or dp, got '", axis, "'");
+  for (const std::string axis : {"dp_replicate", "dp_shard"})
+    MT_CHECK(!mesh.has_axis(axis) || mesh.axis_size(axis) == 1 || binds(axes, axis),
+             "mesh axis ", axis, " (size ", mesh.has_axis(axis) ? mesh.axis_size(axis) : 1,
+             ") is not bound to fsdp; bind every data axis",
+             axis == "dp_replicate" ? " (or use mode hybrid)" : "");
+  Communicator& bound = axes.size() == 1 ? mesh.comm(axes[0]) : mesh.comm("dp");
+  switch (mode) {
+    case FsdpMode::full:
+    case FsdpMode::grad_op: return {group_or_null(bound), nullptr};
+    case FsdpMode::none: return {nullptr, group_or_null(bound)};
+    case FsdpMode::hybrid:
+      MT_CHECK(mesh.has_axis("dp_shard") && mesh.has_axis("dp_replicate") && binds(axes, "dp_shard") &&
+                   binds(axes, "dp_replicate"),
+               "fsdp mode hybrid needs a mesh with dp_replicate and dp_shard, both bound; mesh is ",
+               mesh.layout().to_string());
+      return {group_or_null(mesh.comm("dp_shard")), group_or_null(mesh.comm("dp_replicate"))};
+  }
+  throw InvalidArgument("unknown FSDP mode");
+}
+
+}  // namespace
+
+FsdpStrategy::FsdpStrategy(FsdpOptions options) : options_(options) {
+  MT_CHECK_GE(options_.prefetch, 0, "fsdp prefetch must be at least 0");
+  MT_CHECK(options_.param_dtype != DType::i32 && options_.reduce_dtype != DType::i32,
+           "fsdp param and reduce dtypes must be f32 or bf16");
+}
+
+void FsdpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& axes) {
+  MT_CHECK(!runtime_, "fsdp is applied once");
+  const FsdpGroups groups = resolve_groups(ctx.mesh, axes, options_.mode);
+  const UnitPlan plan = make_unit_plan(*ctx.model, ctx.unit_specs);
+  const int root = plan.unit_of_stage.empty() ? -1 : plan.unit_of_stage.front();
+  const bool reshard =
+      options_.mode == FsdpMode::full || options_.mode == FsdpMode::hybrid;
+  std::vector<std::unique_ptr<FsdpUnit>> units;
+  for (int u = 0; u < static_cast<int>(plan.units.size()); ++u) {
+    FsdpUnitConfig config;
+    config.groups = groups;
+    config.param_dtype = options_.param_dtype;
+    config.reduce_dtype = options_.reduce_dtype;
+    config.grad_sync = options_.grad_sync;
+    config.reshard_after_forward = reshard && (u != root || options_.reshard_root_after_forward);
+    units.push_back(
+        std::make_unique<FsdpUnit>(plan.units[u].name, plan.units[u].params, config, clock_));
+  }
+  runtime_ = std::make_unique<FsdpRuntime>(plan, std::move(units), groups, options_.prefetch);
+  ctx.hooks.push_back(runtime_.get());
+  ctx.state = std::make_unique<FsdpTrainableState>(*runtime_);
+}
+
+const FsdpRuntime& FsdpStrategy::runtime() const {
+  MT_CHECK(runtime_ != nullptr, "fsdp has not been applied yet");
+  return *runtime_;
+}
+
+CommCounters FsdpStrategy::counters() const {
+  CommCounters total;
+  const FsdpGroups& g = runtime().groups();
+  if (g.shard) total += g.shard->counters();
+  if (g.replicate) total += g.replicate->counters();
+  return total;
+}
+
+void FsdpStrategy::for_each_full_param(
+    const std::function<void(const Parameter&, const Tensor&)>& fn) {
+  MT_CHECK(runtime_ != nullptr, "fsdp has not been applied yet");
+  for (const auto& u : runtime_->units()) u->for_each_full_param(fn);
+}
+
+void register_fsdp(StrategyRegistry& registry) {
+  registry.add("fsdp", [](const StrategyOptions& given) {
+    FsdpOptions options;
+    for (const auto& [key, value] : given) {
+      if (key == "mode") {
+        options.mode = parse_fsdp_mode(value);
+      } else if (key == "prefetch") {
+        options.prefetch = std::stoi(value);
+      } else if (key == "param_dtype") {
+        options.param_dtype = parse_dtype(value);
+      } else if (key == "reduce_dtype") {
+        options.reduce_dtype = parse_dtype(value);
+      } else if (key == "grad_sync") {
+        options.grad_sync = parse_grad_sync(value);
+      } else if (key == "reshard_root") {
+        options.reshard_root_after_forward = value == "true" || value == "1";
+      } else {
+        throw InvalidArgument(detail::concat(
+            "unknown fsdp option '", key,
+            "'; known: mode, prefetch, param_dtype, reduce_dtype, grad_sync, reshard_root"));
+      }
+    }
+    return std::make_unique<FsdpStrategy>(options);
+  });
+}
+
+}  // namespace meshtrain

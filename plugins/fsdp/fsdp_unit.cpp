@@ -1,0 +1,231 @@
+#include "plugins/fsdp/fsdp_unit.h"
+
+#include <chrono>
+
+#include "core/error.h"
+#include "core/memory.h"
+#include "core/ops/ops.h"
+
+namespace meshtrain {
+
+std::string_view shard_state_name(ShardState state) {
+  switch (state) {
+    case ShardState::sharded: return "sharded";
+    case ShardState::sharded_after_forward: return "sharded after forward";
+    case ShardState::unsharded: return "unsharded";
+  }
+  return "unknown";
+}
+
+std::string_view training_phase_name(TrainingPhase phase) {
+  switch (phase) {
+    case TrainingPhase::idle: return "idle";
+    case TrainingPhase::forward: return "forward";
+    case TrainingPhase::pre_backward: return "pre-backward";
+    case TrainingPhase::post_backward: return "post-backward";
+  }
+  return "unknown";
+}
+
+namespace {
+// n elements of `src` from element `src_offset` into `dst` at `dst_offset`, converting dtypes.
+void copy_elements(const Tensor& dst, int64_t dst_offset, const Tensor& src, int64_t src_offset,
+                   int64_t n) {
+  if (n > 0) ops::cast(dst.view(dst_offset, {n}), src.view(src_offset, {n}));
+}
+}  // namespace
+
+FsdpUnit::FsdpUnit(std::string name, const std::vector<Parameter*>& params,
+                   FsdpUnitConfig config, FsdpWaitClock& clock)
+    : name_(std::move(name)),
+      config_(config),
+      clock_(clock),
+      layout_(make_unit_shard_layout(params,
+                                     config.groups.shard ? config.groups.shard->size() : 1)) {
+  MT_CHECK(!params.empty(), "FSDP unit '", name_, "' has no parameters");
+  const Device device = params.front()->value().device();
+  bool all_f32 = true;
+  for (Parameter* p : params) all_f32 = all_f32 && p->dtype() == DType::f32;
+  views_mode_ = shard_size() == 1 && all_f32 && config_.param_dtype == DType::f32 &&
+                config_.reduce_dtype == DType::f32;
+  {
+    MemoryCategoryScope scope(MemoryCategory::param);
+    master_ = Tensor::zeros({layout_.shard_numel}, DType::f32, device);
+  }
+  {
+    MemoryCategoryScope scope(MemoryCategory::grad);
+    grad_shard_ = Tensor::zeros({layout_.grad_shard_numel}, DType::f32, device);
+  }
+  for (const ParamShard& s : layout_.params) {
+    const ShardRange mine = s.rows_of(shard_rank(), shard_size());
+    copy_elements(master_, s.offset, s.param->value().flatten(), mine.offset * s.row_numel,
+                  mine.size * s.row_numel);
+  }
+  full_grads_.resize(layout_.params.size());
+  if (views_mode_) {
+    install_views();
+  } else {
+    reshard(ShardState::sharded);
+  }
+}
+
+void FsdpUnit::install_views() {
+  for (const ParamShard& s : layout_.params) {
+    Parameter& p = *s.param;
+    p.set_value(master_.view(s.offset, p.shape()));
+    if (p.requires_grad()) p.set_grad(grad_shard_.view(s.grad_offset, p.shape()));
+    p.make_available();
+  }
+  state_ = ShardState::unsharded;
+}
+
+std::string FsdpUnit::unavailable_reason() const {
+  return detail::concat("its FSDP unit '", name_, "' is ", shard_state_name(state_), " (phase ",
+                        training_phase_name(phase_), ")");
+}
+
+void FsdpUnit::wait(const WorkPtr& work) {
+  const auto start = std::chrono::steady_clock::now();
+  work->wait();
+  clock_.exposed_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void FsdpUnit::begin_unshard() {
+  MT_CHECK(needs_gather(), "FSDP unit '", name_, "' cannot start an all-gather while ",
+           shard_state_name(state_), gather_ ? " with one in flight" : "");
+  MemoryCategoryScope scope(MemoryCategory::comm);
+  Gather g;
+  if (config_.param_dtype == DType::f32) {
+    g.input = master_;
+  } else {
+    g.input = Tensor::empty({layout_.shard_numel}, config_.param_dtype, master_.device());
+    ops::cast(g.input, master_);
+  }
+  if (shard_size() == 1) {
+    g.output = g.input;
+  } else {
+    g.output = Tensor::empty({shard_size() * layout_.shard_numel}, config_.param_dtype,
+                             master_.device());
+    g.work = config_.groups.shard->all_gather_into(g.output, g.input);
+  }
+  gather_ = std::move(g);
+}
+
+void FsdpUnit::unshard() {
+  if (state_ == ShardState::unsharded) return;
+  if (!gather_) begin_unshard();
+  Gather g = std::move(*gather_);
+  gather_.reset();
+  if (g.work) wait(g.work);
+  MemoryCategoryScope scope(MemoryCategory::unsharded_param);
+  const int64_t segment = layout_.shard_numel;
+  for (const ParamShard& s : layout_.params) {
+    Parameter& p = *s.param;
+    Tensor full = Tensor::empty(p.shape(), p.dtype(), master_.device());
+    const Tensor flat = full.flatten();
+    for (int r = 0; r < shard_size(); ++r) {
+      const ShardRange rows = s.rows_of(r, shard_size());
+      copy_elements(flat, rows.offset * s.row_numel, g.output, r * segment + s.offset,
+                    rows.size * s.row_numel);
+    }
+    p.set_value(std::move(full));
+    p.make_available();
+  }
+  state_ = ShardState::unsharded;
+}
+
+void FsdpUnit::reshard(ShardState to) {
+  MT_CHECK(to != ShardState::unsharded, "reshard to the unsharded state");
+  if (views_mode_) return;
+  state_ = to;
+  const std::string reason = unavailable_reason();
+  for (const ParamShard& s : layout_.params) s.param->make_unavailable(reason);
+}
+
+void FsdpUnit::prepare_grads() {
+  if (views_mode_) return;
+  MT_CHECK(state_ == ShardState::unsharded, "FSDP unit '", name_, "' runs backward while ",
+           shard_state_name(state_));
+  MemoryCategoryScope scope(MemoryCategory::unsharded_grad);
+  for (size_t i = 0; i < layout_.params.size(); ++i) {
+    Parameter& p = *layout_.params[i].param;
+    if (!p.requires_grad()) continue;
+    if (!full_grads_[i].defined())
+      full_grads_[i] = Tensor::zeros(p.shape(), p.dtype(), master_.device());
+    p.set_grad(full_grads_[i]);
+  }
+}
+
+void FsdpUnit::reduce_grads(bool last_micro_batch) {
+  if (views_mode_) {
+    // Gradients accumulate in place; replicas sum them once, after the last micro-batch.
+    if (last_micro_batch && config_.groups.replicate)
+      replicate_reduce_ = config_.groups.replicate->all_reduce(grad_shard_, ReduceOp::sum);
+    return;
+  }
+  if (config_.grad_sync == GradSync::last_micro_batch && !last_micro_batch) return;
+  MT_CHECK(!reduction_, "FSDP unit '", name_, "' still has a gradient reduction pending");
+  MemoryCategoryScope scope(MemoryCategory::comm);
+  const int64_t segment = layout_.grad_shard_numel;
+  Reduction red;
+  red.staging = Tensor::zeros({shard_size() * segment}, config_.reduce_dtype, master_.device());
+  for (size_t i = 0; i < layout_.params.size(); ++i) {
+    const ParamShard& s = layout_.params[i];
+    if (s.grad_offset < 0) continue;
+    const Tensor flat = full_grads_[i].flatten();
+    for (int r = 0; r < shard_size(); ++r) {
+      const ShardRange rows = s.rows_of(r, shard_size());
+      copy_elements(red.staging, r * segment + s.grad_offset, flat, rows.offset * s.row_numel,
+                    rows.size * s.row_numel);
+    }
+    full_grads_[i] = Tensor();  // the Parameter's handle goes when the unit reshards
+  }
+  if (shard_size() == 1) {
+    red.output = red.staging;
+  } else {
+    red.output = Tensor::empty({segment}, config_.reduce_dtype, master_.device());
+    red.scatter = config_.groups.shard->reduce_scatter_into(red.output, red.staging, ReduceOp::sum);
+  }
+  reduction_ = std::move(red);
+}
+
+void FsdpUnit::finish_reduction() {
+  if (replicate_reduce_) {
+    wait(replicate_reduce_);
+    replicate_reduce_.reset();
+  }
+  if (!reduction_) return;
+  Reduction red = std::move(*reduction_);
+  reduction_.reset();
+  if (red.scatter) wait(red.scatter);
+  if (config_.groups.replicate) wait(config_.groups.replicate->all_reduce(red.output, ReduceOp::sum));
+  if (red.output.dtype() == DType::f32) {
+    ops::axpy(grad_shard_, 1.f, red.output);
+  } else {
+    MemoryCategoryScope scope(MemoryCategory::comm);
+    Tensor widened = Tensor::empty({layout_.grad_shard_numel}, DType::f32, master_.device());
+    ops::cast(widened, red.output);
+    ops::axpy(grad_shard_, 1.f, widened);
+  }
+}
+
+std::vector<OptimizerSlot> FsdpUnit::optimizer_slots() {
+  std::vector<OptimizerSlot> slots;
+  for (const ParamShard& s : layout_.params) {
+    if (s.grad_offset < 0) continue;
+    const int64_t n = s.rows_of(shard_rank(), shard_size()).size * s.row_numel;
+    if (n == 0) continue;  // this rank holds none of it: padding never reaches the optimizer
+    slots.push_back({s.param->name(), master_.view(s.offset, {n}),
+                     grad_shard_.view(s.grad_offset, {n}), s.param->decays()});
+  }
+  return slots;
+}
+
+double FsdpUnit::local_grad_norm_squared() const {
+  return grad_shard_.numel() ? ops::sum_squares(grad_shard_) : 0.0;
+}
+
+void FsdpUnit::zero_grad() { grad_shard_.zero_(); }
+
+}  // namespace meshtrain

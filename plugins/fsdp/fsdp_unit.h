@@ -1,0 +1,129 @@
+// FsdpUnit: one FSDP unit (a transformer block, or the root) and its explicit state machine.
+//
+// Between uses the unit holds only its flat shard: the fp32 master shard (MemoryCategory::param)
+// and the fp32 gradient shard (MemoryCategory::grad). Around compute it all-gathers the shards,
+// copies them out into full parameters (MemoryCategory::unsharded_param) and installs them on the
+// Parameter objects; backward accumulates into full gradients (MemoryCategory::unsharded_grad),
+// which are packed rank by rank and reduce-scattered into the gradient shard. Collective staging
+// buffers are MemoryCategory::comm.
+//
+// With a shard group of one and fp32 throughout (plain data parallelism), the full parameters and
+// gradients are views of the shards themselves: nothing is gathered or copied, and gradients are
+// all-reduced in place once per step.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/comm/communicator.h"
+#include "plugins/fsdp/fsdp_options.h"
+#include "plugins/fsdp/shard_layout.h"
+#include "parallel/optimizer_slot.h"
+
+namespace meshtrain {
+
+enum class ShardState { sharded, sharded_after_forward, unsharded };
+enum class TrainingPhase { idle, forward, pre_backward, post_backward };
+std::string_view shard_state_name(ShardState state);
+std::string_view training_phase_name(TrainingPhase phase);
+
+// The communicators a unit uses; null means a group of one.
+struct FsdpGroups {
+  Communicator* shard = nullptr;
+  Communicator* replicate = nullptr;
+};
+
+struct FsdpUnitConfig {
+  FsdpGroups groups;
+  DType param_dtype = DType::f32;
+  DType reduce_dtype = DType::f32;
+  GradSync grad_sync = GradSync::every_micro_batch;
+  bool reshard_after_forward = true;
+};
+
+// Seconds this rank spent blocked on communication it could not hide.
+struct FsdpWaitClock {
+  double exposed_seconds = 0.0;
+};
+
+class FsdpUnit {
+ public:
+  // Shards the parameters' current full values (identical on every rank) and drops them.
+  FsdpUnit(std::string name, const std::vector<Parameter*>& params, FsdpUnitConfig config,
+           FsdpWaitClock& clock);
+
+  const std::string& name() const { return name_; }
+  ShardState state() const { return state_; }
+  TrainingPhase phase() const { return phase_; }
+  const UnitShardLayout& layout() const { return layout_; }
+  bool reshard_after_forward() const { return config_.reshard_after_forward; }
+  bool gather_in_flight() const { return gather_.has_value(); }
+  bool needs_gather() const { return state_ != ShardState::unsharded && !gather_; }
+
+  void set_phase(TrainingPhase phase) { phase_ = phase; }
+  // Collective: starts the all-gather of the parameters (asynchronous).
+  void begin_unshard();
+  // Completes the all-gather (starting it first if needed) and installs the full parameters.
+  void unshard();
+  // Frees the full parameters; reading them afterwards raises an error naming this unit.
+  void reshard(ShardState to);
+  // Installs full gradient buffers for backward (kept ones when accumulating unsharded).
+  void prepare_grads();
+  // After this unit's backward: reduce-scatter the gradients now, or keep them unsharded until
+  // `last_micro_batch` under GradSync::last_micro_batch.
+  void reduce_grads(bool last_micro_batch);
+  bool reduction_pending() const { return reduction_.has_value(); }
+  // Waits for the pending reduction and adds it into the gradient shard.
+  void finish_reduction();
+
+  std::vector<OptimizerSlot> optimizer_slots();
+  double local_grad_norm_squared() const;
+  void zero_grad();
+  // Calls fn(parameter, full value) for every parameter, gathering when sharded (collective).
+  template <typename Fn>
+  void for_each_full_param(Fn&& fn);
+
+ private:
+  struct Gather {
+    Tensor input;
+    Tensor output;
+    WorkPtr work;
+  };
+  struct Reduction {
+    Tensor staging;
+    Tensor output;
+    WorkPtr scatter;
+  };
+
+  int shard_size() const { return layout_.world; }
+  int shard_rank() const { return config_.groups.shard ? config_.groups.shard->rank() : 0; }
+  bool views_mode() const { return views_mode_; }
+  void wait(const WorkPtr& work);
+  void install_views();
+  std::string unavailable_reason() const;
+
+  std::string name_;
+  FsdpUnitConfig config_;
+  FsdpWaitClock& clock_;
+  UnitShardLayout layout_;
+  bool views_mode_ = false;
+  ShardState state_ = ShardState::sharded;
+  TrainingPhase phase_ = TrainingPhase::idle;
+  Tensor master_;       // f32 [shard_numel]
+  Tensor grad_shard_;   // f32 [grad_shard_numel]
+  std::vector<Tensor> full_grads_;  // per parameter; kept across micro-batches when syncing last
+  std::optional<Gather> gather_;
+  std::optional<Reduction> reduction_;
+  WorkPtr replicate_reduce_;  // views mode: the in-place all-reduce of the gradient shard
+};
+
+template <typename Fn>
+void FsdpUnit::for_each_full_param(Fn&& fn) {
+  const ShardState before = state_;
+  if (before != ShardState::unsharded) unshard();
+  for (const ParamShard& s : layout_.params) fn(*s.param, s.param->value());
+  if (before != ShardState::unsharded) reshard(before);
+}
+
+}  // namespace meshtrain
