@@ -127,10 +127,12 @@ WorkPtr Communicator::barrier() {
 std::unique_ptr<Communicator> Communicator::split(int color, int key, std::string name) {
   MT_CHECK_GE(color, 0, "split: colors must be non-negative");
   // Learn every rank's (color, key) with one all-gather on this communicator.
-  Tensor mine = Tensor::from_vector(std::vector<int32_t>{color, key}, {2});
-  Tensor all = Tensor::empty({2 * size()}, DType::i32);
+  const Device device = exchange_device();
+  const Tensor mine = Tensor::from_vector(std::vector<int32_t>{color, key}, {2}).to(device);
+  const Tensor all = Tensor::empty({2 * size()}, DType::i32, device);
   all_gather_into(all, mine)->wait();
-  const int32_t* v = all.data<int32_t>();
+  const Tensor host = all.device().is_cpu() ? all : all.to(Device::cpu());
+  const int32_t* v = host.data<int32_t>();
   std::vector<std::tuple<int, int>> members;  // (key, rank)
   for (int r = 0; r < size(); ++r)
     if (v[2 * r] == color) members.emplace_back(v[2 * r + 1], r);

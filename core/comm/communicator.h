@@ -32,6 +32,9 @@ class Communicator {
 
   virtual std::string_view backend_name() const = 0;
   virtual bool supports(CommOp op) const = 0;
+  // Where small exchanges of host values (split, gathered metrics) stage their buffers: a device
+  // whose buffers this backend accepts (the host, or this rank's GPU for nccl).
+  virtual Device exchange_device() const { return Device::cpu(); }
 
   // out (W * n elements) = concatenation of every rank's in (n elements), in rank order.
   WorkPtr all_gather_into(const Tensor& out, const Tensor& in);

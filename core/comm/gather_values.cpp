@@ -12,8 +12,11 @@ std::vector<T> gather_8_byte(Communicator& comm, const std::vector<T>& mine) {
   const int64_t n = static_cast<int64_t>(mine.size());
   Tensor in = Tensor::empty({2 * n}, DType::i32);
   if (n) std::memcpy(in.raw_data(), mine.data(), n * sizeof(T));
-  Tensor out = Tensor::empty({2 * n * comm.size()}, DType::i32);
-  comm.all_gather_into(out, in)->wait();
+  // Stage through the device the backend moves data on (the host, or the GPU for nccl).
+  const Device device = comm.exchange_device();
+  Tensor out = Tensor::empty({2 * n * comm.size()}, DType::i32, device);
+  comm.all_gather_into(out, in.to(device))->wait();
+  if (!device.is_cpu()) out = out.to(Device::cpu());
   std::vector<T> all(static_cast<size_t>(n * comm.size()));
   if (!all.empty()) std::memcpy(all.data(), out.raw_data(), all.size() * sizeof(T));
   return all;

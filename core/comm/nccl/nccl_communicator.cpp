@@ -1,0 +1,140 @@
+#include "core/comm/nccl/nccl_communicator.h"
+
+#include <algorithm>
+
+#include "core/comm/nccl/cuda_event.h"
+#include "core/comm/nccl/nccl_check.h"
+#include "core/comm/nccl/nccl_work.h"
+#include "core/error.h"
+
+namespace meshtrain::nccl {
+
+NcclCommunicator::NcclCommunicator(std::shared_ptr<NcclContext> context, int rank,
+                                   std::vector<int> world_ranks, std::string name,
+                                   CommOptions options)
+    : Communicator(rank, std::move(world_ranks), std::move(name), options),
+      context_(std::move(context)) {}
+
+void NcclCommunicator::check_buffer(const Tensor& buffer, std::string_view what) const {
+  MT_CHECK(buffer.defined() && buffer.device() == Device::cuda(context_->device()), what,
+           ": the nccl backend of group '", name(), "' needs a tensor on cuda:", context_->device(),
+           ", got ", buffer.defined() ? buffer.describe() : "an undefined tensor");
+}
+
+template <typename Call>
+WorkPtr NcclCommunicator::launch(CommOp op, size_t bytes, std::vector<Tensor> buffers,
+                                 Call&& call) {
+  std::string what = describe(op, bytes);
+  // Every rank has the same sizes, so all skip together.
+  if (bytes == 0) return std::make_shared<CompletedWork>(std::move(what), options().timeout);
+  context_->require_usable(what);
+  context_->activate();
+  const CudaEvent inputs_ready;
+  inputs_ready.record(cudaStreamPerThread);
+  inputs_ready.block(context_->stream());
+  check_nccl(call(context_->comm(), context_->stream()), what);
+  context_->wait_ready(what, options().timeout);
+  CudaEvent done;
+  done.record(context_->stream());
+  return std::make_shared<NcclWork>(std::move(what), options().timeout, context_, std::move(done),
+                                    std::move(buffers));
+}
+
+WorkPtr NcclCommunicator::do_all_gather(const Tensor& out, const Tensor& in) {
+  return launch(CommOp::all_gather, out.nbytes(), {out, in}, [&](ncclComm_t comm, cudaStream_t s) {
+    return ncclAllGather(in.raw_data(), out.raw_data(), in.numel(), to_nccl(in.dtype()), comm, s);
+  });
+}
+
+WorkPtr NcclCommunicator::do_reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
+  return launch(CommOp::reduce_scatter, in.nbytes(), {out, in},
+                [&](ncclComm_t comm, cudaStream_t s) {
+                  return ncclReduceScatter(in.raw_data(), out.raw_data(), out.numel(),
+                                           to_nccl(in.dtype()), to_nccl(op), comm, s);
+                });
+}
+
+WorkPtr NcclCommunicator::do_all_reduce(const Tensor& buffer, ReduceOp op) {
+  return launch(CommOp::all_reduce, buffer.nbytes(), {buffer},
+                [&](ncclComm_t comm, cudaStream_t s) {
+                  return ncclAllReduce(buffer.raw_data(), buffer.raw_data(), buffer.numel(),
+                                       to_nccl(buffer.dtype()), to_nccl(op), comm, s);
+                });
+}
+
+WorkPtr NcclCommunicator::do_broadcast(const Tensor& buffer, int root) {
+  return launch(CommOp::broadcast, buffer.nbytes(), {buffer}, [&](ncclComm_t comm, cudaStream_t s) {
+    return ncclBroadcast(buffer.raw_data(), buffer.raw_data(), buffer.numel(),
+                         to_nccl(buffer.dtype()), root, comm, s);
+  });
+}
+
+WorkPtr NcclCommunicator::do_send(const Tensor& buffer, int peer) {
+  return launch(CommOp::send, buffer.nbytes(), {buffer}, [&](ncclComm_t comm, cudaStream_t s) {
+    return ncclSend(buffer.raw_data(), buffer.numel(), to_nccl(buffer.dtype()), peer, comm, s);
+  });
+}
+
+WorkPtr NcclCommunicator::do_recv(const Tensor& buffer, int peer) {
+  return launch(CommOp::recv, buffer.nbytes(), {buffer}, [&](ncclComm_t comm, cudaStream_t s) {
+    return ncclRecv(buffer.raw_data(), buffer.numel(), to_nccl(buffer.dtype()), peer, comm, s);
+  });
+}
+
+WorkPtr NcclCommunicator::do_all_to_all(const Tensor& out, const Tensor& in) {
+  return launch(CommOp::all_to_all, in.nbytes(), {out, in}, [&](ncclComm_t comm, cudaStream_t s) {
+    const size_t count = static_cast<size_t>(in.numel() / size());
+    const size_t chunk_bytes = count * dtype_size(in.dtype());
+    const ncclDataType_t type = to_nccl(in.dtype());
+    const char* send_base = static_cast<const char*>(in.raw_data());
+    char* recv_base = static_cast<char*>(out.raw_data());
+    // One group, so that all pairs progress together instead of deadlocking in order.
+    ncclResult_t result = ncclGroupStart();
+    if (result != ncclSuccess) return result;
+    for (int peer = 0; peer < size() && result == ncclSuccess; ++peer) {
+      result = ncclSend(send_base + peer * chunk_bytes, count, type, peer, comm, s);
+      if (result == ncclSuccess)
+        result = ncclRecv(recv_base + peer * chunk_bytes, count, type, peer, comm, s);
+    }
+    const ncclResult_t ended = ncclGroupEnd();
+    return result != ncclSuccess ? result : ended;
+  });
+}
+
+WorkPtr NcclCommunicator::do_barrier() {
+  int32_t* flag = context_->barrier_buffer();
+  return launch(CommOp::barrier, sizeof(int32_t), {}, [&](ncclComm_t comm, cudaStream_t s) {
+    return ncclAllReduce(flag, flag, 1, ncclInt32, ncclSum, comm, s);
+  });
+}
+
+std::unique_ptr<Communicator> NcclCommunicator::do_split(const std::vector<int>& members, int color,
+                                                         int key, std::string name) {
+  const std::string what =
+      detail::concat("split of group '", this->name(), "' into '", name, "' at rank ", rank(),
+                     " (color ", color, ", key ", key, ")");
+  context_->require_usable(what);
+  context_->activate();
+  ncclComm_t sub = nullptr;
+  // A null config: the new communicator inherits non-blocking mode.
+  check_nccl(ncclCommSplit(context_->comm(), color, key, &sub, nullptr), what);
+  if (!sub) throw CommError(detail::concat(what, ": NCCL returned no communicator"));
+  auto sub_context = std::make_shared<NcclContext>(sub, context_->device(), options().timeout);
+  sub_context->wait_ready(what, options().timeout);
+  context_->wait_ready(what, options().timeout);
+
+  // NCCL orders the new group by key, then by rank here: the same order as members.
+  const int sub_rank =
+      static_cast<int>(std::find(members.begin(), members.end(), rank()) - members.begin());
+  int nccl_rank = -1;
+  check_nccl(ncclCommUserRank(sub, &nccl_rank), what);
+  if (nccl_rank != sub_rank)
+    throw CommError(detail::concat(what, ": NCCL placed this rank at ", nccl_rank,
+                                   " of the new group, expected ", sub_rank));
+  std::vector<int> sub_world_ranks;
+  for (int member : members) sub_world_ranks.push_back(world_ranks()[member]);
+  return std::make_unique<NcclCommunicator>(std::move(sub_context), sub_rank,
+                                            std::move(sub_world_ranks), std::move(name), options());
+}
+
+}  // namespace meshtrain::nccl

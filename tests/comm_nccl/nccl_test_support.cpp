@@ -1,0 +1,51 @@
+#include "tests/comm_nccl/nccl_test_support.h"
+
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/bf16.h"
+
+namespace meshtrain::nccl_test {
+
+Tensor filled(int64_t n, DType dtype, Device device, const Values& values) {
+  Tensor host = Tensor::empty({n}, dtype);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = values(i);
+    switch (dtype) {
+      case DType::f32: host.data<float>()[i] = v; break;
+      case DType::bf16: host.data<BF16>()[i] = to_bf16(v); break;
+      case DType::i32: host.data<int32_t>()[i] = static_cast<int32_t>(v); break;
+    }
+  }
+  return host.to(device);
+}
+
+::testing::AssertionResult holds(const Tensor& t, const Values& expected) {
+  const std::vector<float> actual = t.to_vector();
+  for (int64_t i = 0; i < static_cast<int64_t>(actual.size()); ++i)
+    if (actual[i] != expected(i))
+      return ::testing::AssertionFailure() << t.describe() << " holds " << actual[i]
+                                           << " at element " << i << ", expected " << expected(i);
+  return ::testing::AssertionSuccess();
+}
+
+void spawn_ranks(int world, const std::function<void(int)>& body) {
+  std::mutex mutex;
+  std::exception_ptr first_error;
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world; ++rank)
+    threads.emplace_back([&, rank] {
+      try {
+        body(rank);
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!first_error) first_error = std::current_exception();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+}  // namespace meshtrain::nccl_test
