@@ -1,0 +1,43 @@
+// GEMM through OpenBLAS: the matmul kernel, the shared sgemm helper and the BLAS thread count.
+#include <cblas.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+#include "core/ops/cpu/blas.h"
+#include "core/ops/cpu/cpu_ops.h"
+
+namespace meshtrain::ops::cpu {
+
+namespace {
+blasint blas_int(int64_t value) {
+  MT_CHECK(value <= std::numeric_limits<blasint>::max(), "GEMM dimension ", value,
+           " exceeds the range of this OpenBLAS build");
+  return static_cast<blasint>(value);
+}
+}  // namespace
+
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  // BLAS requires leading dimensions >= 1 even when a dimension is empty.
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, blas_int(m), blas_int(n), blas_int(k), alpha, a,
+              blas_int(std::max<int64_t>(lda, 1)), b, blas_int(std::max<int64_t>(ldb, 1)), beta, c,
+              blas_int(std::max<int64_t>(ldc, 1)));
+}
+
+void matmul(const Tensor& out, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
+            float alpha, float beta) {
+  const int64_t k = trans_a ? a.dim(0) : a.dim(1);
+  sgemm(trans_a, trans_b, out.dim(0), out.dim(1), k, alpha, a.data<float>(), a.dim(1),
+        b.data<float>(), b.dim(1), beta, out.data<float>(), out.dim(1));
+}
+
+void set_blas_threads(int threads) {
+  MT_CHECK_GE(threads, 1, "set_blas_threads: need at least one thread");
+  openblas_set_num_threads(threads);
+}
+
+}  // namespace meshtrain::ops::cpu

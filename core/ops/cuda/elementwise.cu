@@ -1,0 +1,129 @@
+// Elementwise kernels (residual add, axpy, scale, casts) and the double-precision sum of squares.
+#include "core/ops/cuda/cuda_ops.h"
+#include "core/ops/cuda/kernel_utils.cuh"
+
+namespace meshtrain::ops::cuda {
+
+namespace {
+
+template <typename T>
+struct Add {
+  T* out;
+  const T* a;
+  const T* b;
+  __device__ void operator()(int64_t i) const {
+    out[i] = from_float<T>(as_float(a[i]) + as_float(b[i]));
+  }
+};
+
+template <typename T>
+struct Axpy {
+  T* y;
+  const T* x;
+  float alpha;
+  __device__ void operator()(int64_t i) const {
+    y[i] = from_float<T>(as_float(y[i]) + alpha * as_float(x[i]));
+  }
+};
+
+template <typename T>
+struct Scale {
+  T* x;
+  float alpha;
+  __device__ void operator()(int64_t i) const { x[i] = from_float<T>(alpha * as_float(x[i])); }
+};
+
+template <typename Out, typename In>
+struct Convert {
+  Out* out;
+  const In* in;
+  __device__ void operator()(int64_t i) const { out[i] = from_float<Out>(as_float(in[i])); }
+};
+
+// Pass one: each block's partial sum, accumulated in double; pass two adds the partials in a fixed
+// order, so the result does not depend on scheduling.
+constexpr int kSumBlocks = 1024;
+
+template <typename T>
+__global__ void sum_squares_partial_kernel(double* partial, const T* x, int64_t n) {
+  double acc = 0.0;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const double v = as_float(x[i]);
+    acc += v * v;
+  }
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+__global__ void sum_partials_kernel(double* total, const double* partial, int count) {
+  double acc = 0.0;
+  for (int i = threadIdx.x; i < count; i += blockDim.x) acc += partial[i];
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) *total = acc;
+}
+
+}  // namespace
+
+void add(const Tensor& out, const Tensor& a, const Tensor& b) {
+  use_device(out);
+  dispatch_float(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_elementwise(out.numel(), Add<T>{ptr<T>(out), ptr<T>(a), ptr<T>(b)});
+  });
+}
+
+void axpy(const Tensor& y, float alpha, const Tensor& x) {
+  use_device(y);
+  dispatch_float(y.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_elementwise(y.numel(), Axpy<T>{ptr<T>(y), ptr<T>(x), alpha});
+  });
+}
+
+void scale(const Tensor& x, float alpha) {
+  use_device(x);
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_elementwise(x.numel(), Scale<T>{ptr<T>(x), alpha});
+  });
+}
+
+double sum_squares(const Tensor& x) {
+  use_device(x);
+  if (x.numel() == 0) return 0.0;
+  const int blocks = static_cast<int>(std::min<int64_t>(grid_size(x.numel()), kSumBlocks));
+  Scratch partial((static_cast<size_t>(blocks) + 1) * sizeof(double));
+  double* total = partial.as<double>() + blocks;
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    sum_squares_partial_kernel<<<blocks, kBlockSize, 0, stream()>>>(partial.as<double>(), ptr<T>(x),
+                                                                    x.numel());
+    MT_CUDA_CHECK_LAUNCH("sum_squares_partial_kernel");
+  });
+  sum_partials_kernel<<<1, kSumBlocks, 0, stream()>>>(total, partial.as<double>(), blocks);
+  MT_CUDA_CHECK_LAUNCH("sum_partials_kernel");
+  double result = 0.0;
+  MT_CUDA_CHECK(cudaMemcpyAsync(&result, total, sizeof(double), cudaMemcpyDeviceToHost, stream()));
+  MT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  return result;
+}
+
+void cast(const Tensor& out, const Tensor& in) {
+  use_device(out);
+  if (in.numel() == 0) return;
+  if (out.dtype() == in.dtype()) {
+    MT_CUDA_CHECK(cudaMemcpyAsync(out.raw_data(), in.raw_data(), in.nbytes(),
+                                  cudaMemcpyDeviceToDevice, stream()));
+    return;
+  }
+  dispatch_float(out.dtype(), [&](auto out_tag) {
+    dispatch_float(in.dtype(), [&](auto in_tag) {
+      using Out = typename decltype(out_tag)::type;
+      using In = typename decltype(in_tag)::type;
+      launch_elementwise(in.numel(), Convert<Out, In>{ptr<Out>(out), ptr<In>(in)});
+    });
+  });
+}
+
+}  // namespace meshtrain::ops::cuda

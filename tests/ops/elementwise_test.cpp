@@ -1,0 +1,60 @@
+// add, axpy, scale and sum_squares on exactly representable values.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/ops/ops.h"
+#include "tests/ops/expect_error.h"
+#include "tests/ops/test_tensors.h"
+
+namespace meshtrain {
+namespace {
+
+Tensor vec(const std::vector<float>& values) {
+  return Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
+}
+
+TEST(OpsElementwise, AddAxpyScale) {
+  const Tensor a = vec({1, 2, -3, 0.5f}), b = vec({10, -20, 30, 0.25f});
+  const Tensor out = Tensor::empty({2, 2});
+  ops::add(out, a, b);
+  EXPECT_EQ(out.to_vector(), (std::vector<float>{11, -18, 27, 0.75f}));
+  ops::axpy(out, -2.0f, a);
+  EXPECT_EQ(out.to_vector(), (std::vector<float>{9, -22, 33, -0.25f}));
+  ops::scale(out, 0.5f);
+  EXPECT_EQ(out.to_vector(), (std::vector<float>{4.5f, -11, 16.5f, -0.125f}));
+  ops::add(a, a, b);  // in place, as the residual stream is updated
+  EXPECT_EQ(a.to_vector(), (std::vector<float>{11, -18, 27, 0.75f}));
+}
+
+TEST(OpsElementwise, SumSquaresAccumulatesInDouble) {
+  // 1e4^2 = 1e8, whose f32 spacing is 8: an f32 accumulator would drop every 0.25^2 that follows.
+  std::vector<float> values(1000, 0.25f);
+  values.insert(values.begin(), 1e4f);
+  EXPECT_DOUBLE_EQ(ops::sum_squares(vec(values)), 1e8 + 1000 * 0.0625);
+  EXPECT_DOUBLE_EQ(ops::sum_squares(Tensor::empty({0})), 0.0);
+}
+
+TEST(OpsElementwise, EmptyTensorsAreNoOps) {
+  const Tensor empty = Tensor::empty({0, 3});
+  ops::add(empty, empty, empty);
+  ops::axpy(empty, 2.0f, empty);
+  ops::scale(empty, 2.0f);
+}
+
+TEST(OpsElementwiseValidation, SizesMustMatch) {
+  test::expect_error<InvalidArgument>(
+      [] {
+        ops::axpy(vec({1, 2}), 1.0f, vec({1, 2, 3}));
+      },
+      "axpy: x must hold the elements of y = 2 elements, got f32[3]");
+  test::expect_error<InvalidArgument>(
+      [] {
+        ops::add(vec({1}), vec({1, 2}), vec({1, 2}));
+      },
+      "add: out must hold the elements of a = 2 elements, got f32[1]");
+  test::expect_error<NotSupported>([] { ops::scale(Tensor::zeros({2}, DType::bf16), 2.0f); },
+                                   "scale: CPU kernels compute in f32, got x = bf16[2] on cpu");
+}
+
+}  // namespace
+}  // namespace meshtrain
