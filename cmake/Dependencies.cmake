@@ -47,7 +47,15 @@ meshtrain_resolve_option(MESHTRAIN_CUDA ${_cuda_found} "the CUDA toolkit with cu
 set(MESHTRAIN_HAS_CUDA ${MESHTRAIN_CUDA_ENABLED})
 if(MESHTRAIN_HAS_CUDA)
   enable_language(CUDA)
-  set(CMAKE_CUDA_STANDARD 20)
+  # Older CMake (3.25 here) does not know that nvcc 12+ accepts C++20 and refuses a required
+  # CUDA 20 standard (which CUDA inherits from CXX_STANDARD); the core headers need C++20, so
+  # there the flag is passed directly.
+  if(DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    set(CMAKE_CUDA_STANDARD 20)
+  else()
+    set(CMAKE_CUDA_STANDARD_REQUIRED OFF)
+    string(APPEND CMAKE_CUDA_FLAGS " -std=c++20")
+  endif()
 endif()
 
 # NCCL (needs CUDA).

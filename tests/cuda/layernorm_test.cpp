@@ -1,0 +1,73 @@
+// LayerNorm forward and backward against the CPU kernel.
+#include <tuple>
+
+#include "core/ops/cpu/cpu_ops.h"
+#include "core/ops/cuda/cuda_ops.h"
+#include "tests/cuda/gpu_compare.h"
+
+namespace meshtrain::test {
+namespace {
+
+constexpr float kEps = 1e-5f;
+
+// f32: row sums in another order (~1e-6). bf16: inputs identical, f32 arithmetic, one rounding of
+// each bf16 output (2^-9 relative). mean and rstd are f32 in both cases, so they stay tight.
+Tolerance output_tolerance(DType dtype) {
+  return dtype == DType::f32 ? Tolerance{1e-5, 1e-5} : Tolerance{8e-3, 1e-3};
+}
+constexpr Tolerance kStatsTolerance{1e-5, 1e-6};
+
+// Channel counts below, at and above a warp's 32 lanes, not multiples of it.
+class CudaLayerNormTest : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {};
+
+TEST_P(CudaLayerNormTest, ForwardMatchesCpu) {
+  MT_REQUIRE_GPU();
+  const auto [dtype, channels] = GetParam();
+  const Shape shape = {2, 7, channels};
+  const Operand in = random_operand(shape, dtype, 1, -2.0f, 3.0f);  // non-zero mean
+  const Operand weight = random_operand({channels}, dtype, 2, 0.5f, 1.5f);
+  const Operand bias = random_operand({channels}, dtype, 3);
+  const Operand out = zeros_operand(shape, dtype);
+  const Operand mean = zeros_operand({14}, DType::f32);
+  const Operand rstd = zeros_operand({14}, DType::f32);
+  ops::cpu::layernorm_forward(out.cpu, mean.cpu, rstd.cpu, in.cpu, weight.cpu, bias.cpu, kEps);
+  ops::cuda::layernorm_forward(out.gpu, mean.gpu, rstd.gpu, in.gpu, weight.gpu, bias.gpu, kEps);
+  expect_close(out.gpu, out.cpu, output_tolerance(dtype), "out");
+  expect_close(mean.gpu, mean.cpu, kStatsTolerance, "mean");
+  expect_close(rstd.gpu, rstd.cpu, kStatsTolerance, "rstd");
+}
+
+TEST_P(CudaLayerNormTest, BackwardMatchesCpu) {
+  MT_REQUIRE_GPU();
+  const auto [dtype, channels] = GetParam();
+  const Shape shape = {2, 7, channels};
+  const Operand in = random_operand(shape, dtype, 4, -2.0f, 3.0f);
+  const Operand weight = random_operand({channels}, dtype, 5, 0.5f, 1.5f);
+  const Operand bias = random_operand({channels}, dtype, 6);
+  // The saved statistics come from the CPU forward, so backward is checked on its own.
+  const Operand out = zeros_operand(shape, DType::f32);
+  Tensor mean = Tensor::zeros({14}), rstd = Tensor::zeros({14});
+  ops::cpu::layernorm_forward(out.cpu, mean, rstd, in.cpu, weight.cpu, bias.cpu, kEps);
+  const Operand saved_mean = same_on_both(mean), saved_rstd = same_on_both(rstd);
+
+  const Operand d_out = random_operand(shape, dtype, 7);
+  const Operand d_in = random_operand(shape, dtype, 8);           // overwritten
+  const Operand d_weight = random_operand({channels}, dtype, 9);  // accumulates
+  const Operand d_bias = random_operand({channels}, dtype, 10);   // accumulates
+  ops::cpu::layernorm_backward(d_in.cpu, d_weight.cpu, d_bias.cpu, d_out.cpu, in.cpu, weight.cpu,
+                               saved_mean.cpu, saved_rstd.cpu);
+  ops::cuda::layernorm_backward(d_in.gpu, d_weight.gpu, d_bias.gpu, d_out.gpu, in.gpu, weight.gpu,
+                                saved_mean.gpu, saved_rstd.gpu);
+  const Tolerance tol = output_tolerance(dtype);
+  expect_close(d_in.gpu, d_in.cpu, tol, "d_in");
+  expect_close(d_weight.gpu, d_weight.cpu, tol, "d_weight");
+  expect_close(d_bias.gpu, d_bias.cpu, tol, "d_bias");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaLayerNormTest,
+                         ::testing::Combine(::testing::Values(DType::f32, DType::bf16),
+                                            ::testing::Values(int64_t{5}, int64_t{33},
+                                                              int64_t{200})));
+
+}  // namespace
+}  // namespace meshtrain::test

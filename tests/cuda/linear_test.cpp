@@ -1,0 +1,70 @@
+// The GPT-2 linear layer (weight [in, out]) on cuBLAS against the CPU kernel.
+#include "core/ops/cpu/cpu_ops.h"
+#include "core/ops/cuda/cuda_ops.h"
+#include "tests/cuda/gpu_compare.h"
+
+namespace meshtrain::test {
+namespace {
+
+constexpr int64_t kIn = 24, kOut = 40;
+const Shape kBatchShape = {2, 5};  // leading dims flatten into 10 rows
+
+Shape with_last(int64_t last) { return {kBatchShape[0], kBatchShape[1], last}; }
+
+// As for matmul: f32 differs only by summation order; bf16 outputs (and the bf16 gradients that
+// accumulate into bf16 buffers) are rounded once from f32 sums of identical inputs.
+Tolerance linear_tolerance(DType dtype) {
+  return dtype == DType::f32 ? Tolerance{1e-5, 1e-5} : Tolerance{8e-3, 1e-3};
+}
+
+class CudaLinearTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CudaLinearTest, ForwardMatchesCpu) {
+  MT_REQUIRE_GPU();
+  const DType dtype = GetParam();
+  const Operand in = random_operand(with_last(kIn), dtype, 1);
+  const Operand weight = random_operand({kIn, kOut}, dtype, 2);
+  const Operand bias = random_operand({kOut}, dtype, 3);
+  for (bool with_bias : {true, false}) {
+    const Operand out = random_operand(with_last(kOut), dtype, 4);  // overwritten
+    ops::cpu::linear_forward(out.cpu, in.cpu, weight.cpu, with_bias ? bias.cpu : Tensor());
+    ops::cuda::linear_forward(out.gpu, in.gpu, weight.gpu, with_bias ? bias.gpu : Tensor());
+    expect_close(out.gpu, out.cpu, linear_tolerance(dtype), with_bias ? "out" : "out, no bias");
+  }
+}
+
+TEST_P(CudaLinearTest, BackwardMatchesCpu) {
+  MT_REQUIRE_GPU();
+  const DType dtype = GetParam();
+  const Operand in = random_operand(with_last(kIn), dtype, 5);
+  const Operand weight = random_operand({kIn, kOut}, dtype, 6);
+  const Operand d_out = random_operand(with_last(kOut), dtype, 7);
+  const Operand d_in = random_operand(with_last(kIn), dtype, 8);  // overwritten
+  // Parameter gradients accumulate: start from non-zero values.
+  const Operand d_weight = random_operand({kIn, kOut}, dtype, 9);
+  const Operand d_bias = random_operand({kOut}, dtype, 10);
+  ops::cpu::linear_backward(d_in.cpu, d_weight.cpu, d_bias.cpu, d_out.cpu, in.cpu, weight.cpu);
+  ops::cuda::linear_backward(d_in.gpu, d_weight.gpu, d_bias.gpu, d_out.gpu, in.gpu, weight.gpu);
+  const Tolerance tol = linear_tolerance(dtype);
+  expect_close(d_in.gpu, d_in.cpu, tol, "d_in");
+  expect_close(d_weight.gpu, d_weight.cpu, tol, "d_weight");
+  expect_close(d_bias.gpu, d_bias.cpu, tol, "d_bias");
+}
+
+TEST_P(CudaLinearTest, BackwardWithoutInputAndBiasGradients) {
+  MT_REQUIRE_GPU();
+  const DType dtype = GetParam();
+  const Operand in = random_operand(with_last(kIn), dtype, 11);
+  const Operand weight = random_operand({kIn, kOut}, dtype, 12);
+  const Operand d_out = random_operand(with_last(kOut), dtype, 13);
+  const Operand d_weight = random_operand({kIn, kOut}, dtype, 14);
+  ops::cpu::linear_backward(Tensor(), d_weight.cpu, Tensor(), d_out.cpu, in.cpu, weight.cpu);
+  ops::cuda::linear_backward(Tensor(), d_weight.gpu, Tensor(), d_out.gpu, in.gpu, weight.gpu);
+  expect_close(d_weight.gpu, d_weight.cpu, linear_tolerance(dtype), "d_weight");
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaLinearTest, ::testing::Values(DType::f32, DType::bf16),
+                         dtype_case_name);
+
+}  // namespace
+}  // namespace meshtrain::test
