@@ -25,6 +25,17 @@ std::string_view memory_category_name(MemoryCategory category) {
   return "unknown";
 }
 
+bool is_model_state(MemoryCategory category) {
+  switch (category) {
+    case MemoryCategory::param:
+    case MemoryCategory::grad:
+    case MemoryCategory::optimizer:
+    case MemoryCategory::unsharded_param:
+    case MemoryCategory::unsharded_grad: return true;
+    default: return false;
+  }
+}
+
 void MemoryTracker::on_alloc(Device device, MemoryCategory category, size_t bytes) {
   std::lock_guard lock(mutex_);
   MemoryStats& s = per_kind_[static_cast<size_t>(device.kind)];
@@ -33,6 +44,10 @@ void MemoryTracker::on_alloc(Device device, MemoryCategory category, size_t byte
   c.peak = std::max(c.peak, c.current);
   s.total.current += bytes;
   s.total.peak = std::max(s.total.peak, s.total.current);
+  if (is_model_state(category)) {
+    s.model_state.current += bytes;
+    s.model_state.peak = std::max(s.model_state.peak, s.model_state.current);
+  }
 }
 
 void MemoryTracker::on_free(Device device, MemoryCategory category, size_t bytes) {
@@ -40,6 +55,7 @@ void MemoryTracker::on_free(Device device, MemoryCategory category, size_t bytes
   MemoryStats& s = per_kind_[static_cast<size_t>(device.kind)];
   s.by_category[static_cast<size_t>(category)].current -= bytes;
   s.total.current -= bytes;
+  if (is_model_state(category)) s.model_state.current -= bytes;
 }
 
 MemoryStats MemoryTracker::stats(DeviceKind kind) const {
@@ -51,6 +67,7 @@ void MemoryTracker::reset_peaks() {
   std::lock_guard lock(mutex_);
   for (MemoryStats& s : per_kind_) {
     s.total.peak = s.total.current;
+    s.model_state.peak = s.model_state.current;
     for (MemoryCounters& c : s.by_category) c.peak = c.current;
   }
 }

@@ -30,8 +30,13 @@ struct MemoryCounters {
   size_t peak = 0;
 };
 
+// True for the categories that make up the model state (ZeRO's term): parameters, gradients and
+// optimizer state, sharded or not. Activations, collective staging and other memory are not.
+bool is_model_state(MemoryCategory category);
+
 struct MemoryStats {
   MemoryCounters total;
+  MemoryCounters model_state;  // the sum over is_model_state categories, with its own peak
   std::array<MemoryCounters, kNumMemoryCategories> by_category{};
   const MemoryCounters& operator[](MemoryCategory c) const {
     return by_category[static_cast<size_t>(c)];

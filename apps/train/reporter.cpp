@@ -93,6 +93,8 @@ void TrainReporter::on_step(const StepMetrics& m) {
                         {"comm_bytes", m.comm_bytes},
                         {"exposed_comm_s", m.exposed_comm_s},
                         {"sharded_state_bytes", m.sharded_state_bytes},
+                        {"model_state_peak_bytes", m.model_state_peak_bytes},
+                        {"comm_staging_peak_bytes", m.comm_staging_peak_bytes},
                         {"unsharded_param_peak_bytes", m.unsharded_param_peak_bytes},
                         {"unsharded_grad_peak_bytes", m.unsharded_grad_peak_bytes}};
     if (m.grad_norm >= 0) j["grad_norm"] = m.grad_norm;

@@ -16,9 +16,11 @@ struct StepMetrics {
   double exposed_comm_s = 0.0;  // time blocked on communication, slowest rank
   uint64_t comm_bytes = 0;      // bytes sent in this step on the strategies' groups, busiest rank
   uint64_t peak_mem_bytes = 0;  // tracked peak of the step, largest over ranks
-  uint64_t sharded_state_bytes = 0;    // parameters + gradients + optimizer held between steps
+  uint64_t sharded_state_bytes = 0;     // parameters + gradients + optimizer held between steps
+  uint64_t model_state_peak_bytes = 0;  // peak of those plus unsharded parameters and gradients
   uint64_t unsharded_param_peak_bytes = 0;
   uint64_t unsharded_grad_peak_bytes = 0;
+  uint64_t comm_staging_peak_bytes = 0;  // all-gather outputs, reduce-scatter inputs
   std::vector<uint64_t> peak_mem_per_rank;
 };
 

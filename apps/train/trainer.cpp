@@ -109,27 +109,36 @@ StepMetrics Trainer::step() {
   const MemoryStats mem = memory_.stats(DeviceKind::cpu);
   const uint64_t sharded = mem[MemoryCategory::param].current + mem[MemoryCategory::grad].current +
                            mem[MemoryCategory::optimizer].current;
-  const std::vector<uint64_t> counts = all_gather_values(
-      world_, std::vector<uint64_t>{strategy_bytes_sent() - bytes_before, mem.total.peak, sharded,
-               mem[MemoryCategory::unsharded_param].peak, mem[MemoryCategory::unsharded_grad].peak});
+  const std::vector<uint64_t> mine = {strategy_bytes_sent() - bytes_before,
+                                      mem.total.peak,
+                                      sharded,
+                                      mem.model_state.peak,
+                                      mem[MemoryCategory::unsharded_param].peak,
+                                      mem[MemoryCategory::unsharded_grad].peak,
+                                      mem[MemoryCategory::comm].peak};
+  const std::vector<uint64_t> counts = all_gather_values(world_, mine);
   const std::vector<double> reals = all_gather_values(
-      world_, std::vector<double>{loss_sum, seconds, (fsdp_ ? fsdp_->exposed_comm_seconds() : 0.0) - exposed_before});
+      world_, std::vector<double>{loss_sum, seconds,
+                                  (fsdp_ ? fsdp_->exposed_comm_seconds() : 0.0) - exposed_before});
 
   StepMetrics m;
   m.step = step_;
   m.lr = lr;
   m.grad_norm = grad_norm;
-  const int n = world_.size();
+  const size_t n = static_cast<size_t>(world_.size()), k = mine.size();
   // Each data rank holds distinct sequences, so the global loss is the sum over data ranks.
-  for (int r = 0; r < n; ++r) {
+  for (size_t r = 0; r < n; ++r) {
+    const uint64_t* c = &counts[r * k];
     m.loss += reals[3 * r];
     m.step_time_s = std::max(m.step_time_s, reals[3 * r + 1]);
     m.exposed_comm_s = std::max(m.exposed_comm_s, reals[3 * r + 2]);
-    m.comm_bytes = std::max(m.comm_bytes, counts[5 * r]);
-    m.peak_mem_per_rank.push_back(counts[5 * r + 1]);
-    m.sharded_state_bytes = std::max(m.sharded_state_bytes, counts[5 * r + 2]);
-    m.unsharded_param_peak_bytes = std::max(m.unsharded_param_peak_bytes, counts[5 * r + 3]);
-    m.unsharded_grad_peak_bytes = std::max(m.unsharded_grad_peak_bytes, counts[5 * r + 4]);
+    m.comm_bytes = std::max(m.comm_bytes, c[0]);
+    m.peak_mem_per_rank.push_back(c[1]);
+    m.sharded_state_bytes = std::max(m.sharded_state_bytes, c[2]);
+    m.model_state_peak_bytes = std::max(m.model_state_peak_bytes, c[3]);
+    m.unsharded_param_peak_bytes = std::max(m.unsharded_param_peak_bytes, c[4]);
+    m.unsharded_grad_peak_bytes = std::max(m.unsharded_grad_peak_bytes, c[5]);
+    m.comm_staging_peak_bytes = std::max(m.comm_staging_peak_bytes, c[6]);
   }
   m.loss /= global_tokens;
   m.peak_mem_bytes = max_of(m.peak_mem_per_rank);

@@ -28,9 +28,8 @@ void FsdpRuntime::prefetch_after(int unit, const std::vector<int>& order) {
   max_in_flight_seen_ = std::max(max_in_flight_seen_, in_flight());
 }
 
-void FsdpRuntime::finish_reductions_except(int unit) {
-  for (int u = 0; u < static_cast<int>(units_.size()); ++u)
-    if (u != unit) units_[u]->finish_reduction();
+void FsdpRuntime::finish_reductions() {
+  for (const auto& u : units_) u->finish_reduction();
 }
 
 void FsdpRuntime::begin_micro_batch(int index, int count) {
@@ -62,14 +61,16 @@ void FsdpRuntime::pre_backward(int unit) {
 void FsdpRuntime::post_backward(int unit) {
   FsdpUnit& u = *units_[unit];
   u.set_phase(TrainingPhase::post_backward);
-  u.reduce_grads(micro_batch_ == micro_batches_ - 1);
+  // The previous unit's reduction had this unit's backward to complete; finishing it first keeps
+  // one reduction's staging alive at a time.
+  finish_reductions();
+  // Free the full parameters before the gradients are packed for reduction.
   u.reshard(ShardState::sharded);
-  // Bound the staging memory: at most this unit's reduction stays in flight beside compute.
-  finish_reductions_except(unit);
+  u.reduce_grads(micro_batch_ == micro_batches_ - 1);
   u.set_phase(TrainingPhase::idle);
 }
 
-void FsdpRuntime::finish_backward() { finish_reductions_except(-1); }
+void FsdpRuntime::finish_backward() { finish_reductions(); }
 
 std::vector<OptimizerSlot> FsdpTrainableState::optimizer_slots() {
   std::vector<OptimizerSlot> slots;

@@ -179,7 +179,7 @@ void FsdpUnit::reduce_grads(bool last_micro_batch) {
       copy_elements(red.staging, r * segment + s.grad_offset, flat, rows.offset * s.row_numel,
                     rows.size * s.row_numel);
     }
-    full_grads_[i] = Tensor();  // the Parameter's handle goes when the unit reshards
+    full_grads_[i] = Tensor();  // the unit has resharded: this was the last handle
   }
   if (shard_size() == 1) {
     red.output = red.staging;

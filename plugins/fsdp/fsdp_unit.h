@@ -70,8 +70,9 @@ class FsdpUnit {
   void reshard(ShardState to);
   // Installs full gradient buffers for backward (kept ones when accumulating unsharded).
   void prepare_grads();
-  // After this unit's backward: reduce-scatter the gradients now, or keep them unsharded until
-  // `last_micro_batch` under GradSync::last_micro_batch.
+  // After this unit's backward and reshard: reduce-scatter the gradients now (freeing each full
+  // gradient as it is packed), or keep them unsharded until `last_micro_batch` under
+  // GradSync::last_micro_batch.
   void reduce_grads(bool last_micro_batch);
   bool reduction_pending() const { return reduction_.has_value(); }
   // Waits for the pending reduction and adds it into the gradient shard.
