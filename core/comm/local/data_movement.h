@@ -1,0 +1,22 @@
+// Each rank's share of a collective's data movement, read straight from the peers' posted buffers
+// (no staging). Called between the phases of a slot, when every rank has posted.
+#pragma once
+
+#include "core/comm/local/group_state.h"
+
+namespace meshtrain::local {
+
+// out chunk j <- in of rank j.
+void gather_from_peers(const Slot& slot, int rank);
+// out <- reduction of chunk `rank` of every rank's in.
+void reduce_my_chunk(const Slot& slot, int rank);
+// All-reduce, phase 1: chunk `rank` of my buffer <- its reduction across every rank's buffer.
+void all_reduce_reduce_phase(const Slot& slot, int rank);
+// All-reduce, phase 2: every other chunk c of my buffer <- chunk c of rank c's (reduced) buffer.
+void all_reduce_gather_phase(const Slot& slot, int rank);
+// buffer <- root's buffer (the root copies nothing).
+void copy_from_root(const Slot& slot, int rank);
+// out chunk j <- chunk `rank` of rank j's in.
+void exchange_chunks(const Slot& slot, int rank);
+
+}  // namespace meshtrain::local

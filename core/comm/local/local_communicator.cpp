@@ -1,0 +1,183 @@
+#include "core/comm/local/local_communicator.h"
+
+#include <algorithm>
+
+#include "core/comm/local/data_movement.h"
+#include "core/error.h"
+
+namespace meshtrain::local {
+
+namespace {
+
+const char* begin_of(const Tensor& t) { return static_cast<const char*>(t.raw_data()); }
+
+bool overlap(const Tensor& a, const Tensor& b) {
+  if (a.nbytes() == 0 || b.nbytes() == 0) return false;
+  const char* a0 = begin_of(a);
+  const char* b0 = begin_of(b);
+  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+
+// in-place use is safe when `part` is exactly chunk `index` of `whole` (chunks of part's size).
+bool is_chunk(const Tensor& part, const Tensor& whole, int index) {
+  return begin_of(part) == begin_of(whole) + index * part.nbytes();
+}
+
+void check_reduction(DType dtype, ReduceOp op, std::string_view what) {
+  MT_CHECK(!(dtype == DType::i32 && op == ReduceOp::avg), what,
+           ": avg is not defined on i32 buffers; use sum or max");
+}
+
+}  // namespace
+
+LocalCommunicator::LocalCommunicator(std::shared_ptr<WorldState> world,
+                                     std::shared_ptr<GroupState> group, int rank,
+                                     CommOptions options, MemoryTracker* tracker)
+    : Communicator(rank, group->world_ranks(), group->name(), options),
+      world_(std::move(world)),
+      group_(std::move(group)),
+      tracker_(tracker),
+      next_send_(size(), 0),
+      next_recv_(size(), 0),
+      progress_(tracker) {}
+
+LocalCommunicator::~LocalCommunicator() {
+  if (in_flight_.load() > 0)
+    group_->fail(detail::concat("rank ", rank(), " (world rank ", world_rank(),
+                                ") destroyed its communicator of group '", name(),
+                                "' with ops still in flight"));
+}
+
+void LocalCommunicator::check_buffer(const Tensor& buffer, std::string_view what) const {
+  MT_CHECK(buffer.defined(), what, ": undefined tensor");
+  MT_CHECK(buffer.device().is_cpu(), what, ": the local backend moves host buffers only, got ",
+           buffer.describe());
+}
+
+WaitContext LocalCommunicator::context(CommOp op, uint64_t seq, int peer) const {
+  return WaitContext{rank(), world_rank(), op, seq, peer, options().timeout};
+}
+
+std::shared_ptr<AsyncWork> LocalCommunicator::make_work(CommOp op, size_t bytes) const {
+  return std::make_shared<AsyncWork>(describe(op, bytes), options().timeout);
+}
+
+WorkPtr LocalCommunicator::collective(const OpSignature& signature, Tensor in, Tensor out,
+                                      bool stage_in, Mover move) {
+  auto work = make_work(signature.op, signature.bytes);
+  const WaitContext ctx = context(signature.op, next_collective_++);
+  ++in_flight_;
+  progress_.post([this, work, ctx, signature, in = std::move(in), out = std::move(out), stage_in,
+                  move] {
+    try {
+      // Staged here, in op order, so the copy sees what earlier queued ops wrote.
+      Post post{stage_in ? in.clone() : in, out};
+      std::shared_ptr<Slot> slot = group_->arrive(ctx, signature, std::move(post));
+      move(*this, ctx, *slot);
+      if (slot->phase_done.size() > 1) group_->sync(ctx, *slot);
+      // Past the last phase nobody reads my buffers: free any staging before the op completes.
+      slot->posts[ctx.rank] = Post{};
+      slot.reset();
+      --in_flight_;
+      work->complete();
+    } catch (...) {
+      --in_flight_;
+      work->fail(std::current_exception());
+    }
+  });
+  return work;
+}
+
+WorkPtr LocalCommunicator::do_all_gather(const Tensor& out, const Tensor& in) {
+  const bool stage = overlap(in, out) && !is_chunk(in, out, rank());
+  return collective({CommOp::all_gather, in.nbytes(), in.dtype()}, in, out, stage,
+                    [](LocalCommunicator& self, const WaitContext&, Slot& slot) {
+                      gather_from_peers(slot, self.rank());
+                    });
+}
+
+WorkPtr LocalCommunicator::do_reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
+  check_reduction(in.dtype(), op, "reduce_scatter");
+  const bool stage = overlap(in, out) && !is_chunk(out, in, rank());
+  return collective({CommOp::reduce_scatter, in.nbytes(), in.dtype(), op}, in, out, stage,
+                    [](LocalCommunicator& self, const WaitContext&, Slot& slot) {
+                      reduce_my_chunk(slot, self.rank());
+                    });
+}
+
+WorkPtr LocalCommunicator::do_all_reduce(const Tensor& buffer, ReduceOp op) {
+  check_reduction(buffer.dtype(), op, "all_reduce");
+  return collective({CommOp::all_reduce, buffer.nbytes(), buffer.dtype(), op}, buffer, buffer,
+                    false, [](LocalCommunicator& self, const WaitContext& ctx, Slot& slot) {
+                      all_reduce_reduce_phase(slot, self.rank());
+                      self.group_->sync(ctx, slot);  // every chunk is reduced
+                      all_reduce_gather_phase(slot, self.rank());
+                    });
+}
+
+WorkPtr LocalCommunicator::do_broadcast(const Tensor& buffer, int root) {
+  OpSignature signature{CommOp::broadcast, buffer.nbytes(), buffer.dtype()};
+  signature.root = root;
+  return collective(signature, buffer, buffer, false,
+                    [](LocalCommunicator& self, const WaitContext&, Slot& slot) {
+                      copy_from_root(slot, self.rank());
+                    });
+}
+
+WorkPtr LocalCommunicator::do_all_to_all(const Tensor& out, const Tensor& in) {
+  return collective({CommOp::all_to_all, in.nbytes(), in.dtype()}, in, out, overlap(in, out),
+                    [](LocalCommunicator& self, const WaitContext&, Slot& slot) {
+                      exchange_chunks(slot, self.rank());
+                    });
+}
+
+WorkPtr LocalCommunicator::do_barrier() {
+  return collective({CommOp::barrier}, Tensor(), Tensor(), false,
+                    [](LocalCommunicator&, const WaitContext&, Slot&) {});
+}
+
+WorkPtr LocalCommunicator::do_send(const Tensor& buffer, int peer) {
+  auto work = make_work(CommOp::send, buffer.nbytes());
+  const WaitContext ctx = context(CommOp::send, next_send_[peer]++, peer);
+  ++in_flight_;
+  progress_.post([this, work, ctx, buffer, peer] {
+    // The matching recv completes the work; this thread only has to publish the buffer.
+    --in_flight_;
+    try {
+      group_->post_send(ctx, rank(), peer, buffer, work);
+    } catch (...) {
+      work->fail(std::current_exception());
+    }
+  });
+  return work;
+}
+
+WorkPtr LocalCommunicator::do_recv(const Tensor& buffer, int peer) {
+  auto work = make_work(CommOp::recv, buffer.nbytes());
+  const WaitContext ctx = context(CommOp::recv, next_recv_[peer]++, peer);
+  ++in_flight_;
+  progress_.post([this, work, ctx, buffer, peer] {
+    try {
+      group_->recv(ctx, peer, rank(), buffer);
+      --in_flight_;
+      work->complete();
+    } catch (...) {
+      --in_flight_;
+      work->fail(std::current_exception());
+    }
+  });
+  return work;
+}
+
+std::unique_ptr<Communicator> LocalCommunicator::do_split(const std::vector<int>& members,
+                                                          int color, int, std::string name) {
+  std::vector<int> world_ranks;
+  for (int m : members) world_ranks.push_back(this->world_ranks()[m]);
+  const int new_rank =
+      static_cast<int>(std::find(members.begin(), members.end(), rank()) - members.begin());
+  auto group = world_->join_split(group_->id(), next_split_++, color, world_ranks, name);
+  return std::make_unique<LocalCommunicator>(world_, std::move(group), new_rank, options(),
+                                             tracker_);
+}
+
+}  // namespace meshtrain::local

@@ -1,0 +1,88 @@
+#include "core/comm/local/spawn_ranks.h"
+
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/comm/local/local_world.h"
+#include "core/error.h"
+#include "core/ops/cpu/cpu_ops.h"
+
+namespace meshtrain {
+
+namespace {
+
+std::string reason_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+bool is_secondary(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const PeerFailure&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+// Failures in the order they happened; the first root cause wins over any secondary failure.
+class FailureLog {
+ public:
+  void record(std::exception_ptr error) {
+    std::lock_guard lock(mutex_);
+    auto& slot = is_secondary(error) ? first_secondary_ : first_root_;
+    if (!slot) slot = std::move(error);
+  }
+  void rethrow_first() const {
+    if (first_root_) std::rethrow_exception(first_root_);
+    if (first_secondary_) std::rethrow_exception(first_secondary_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::exception_ptr first_root_;
+  std::exception_ptr first_secondary_;
+};
+
+}  // namespace
+
+void spawn_ranks(int world_size, const std::function<void(RankContext&)>& fn,
+                 CommOptions options) {
+  MT_CHECK_GE(world_size, 1, "spawn_ranks needs at least one rank");
+  if (world_size > 1) ops::cpu::set_blas_threads(1);
+  // Before the world: buffers the world still holds are charged to these trackers.
+  std::vector<MemoryTracker> trackers(world_size);
+  LocalWorld world(world_size, options);
+  FailureLog failures;
+  std::vector<std::thread> threads;
+  threads.reserve(world_size);
+  for (int rank = 0; rank < world_size; ++rank) {
+    threads.emplace_back([&, rank] {
+      MemoryScope memory(&trackers[rank]);
+      // Declared outside the try: the rank's failure is logged and the world aborted before its
+      // communicator goes away, so peers see the abort rather than a vanished communicator.
+      std::unique_ptr<Communicator> comm;
+      try {
+        comm = world.communicator(rank);
+        RankContext ctx{rank, world_size, *comm, trackers[rank]};
+        fn(ctx);
+      } catch (...) {
+        const std::exception_ptr error = std::current_exception();
+        failures.record(error);
+        world.abort(rank, reason_of(error));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  failures.rethrow_first();
+}
+
+}  // namespace meshtrain

@@ -1,0 +1,129 @@
+// Local backend specifics: i32 reductions, argument checks, in-place and overlapping buffers,
+// staging memory charged to the rank.
+#include <gtest/gtest.h>
+
+#include "core/comm/local/local_world.h"
+#include "core/comm/local/spawn_ranks.h"
+#include "core/error.h"
+#include "tests/comm/collective_checks.h"
+
+namespace meshtrain {
+namespace {
+
+using testing::contribution;
+using testing::expect_values;
+using testing::filled;
+
+const CommOptions kOptions{std::chrono::seconds(20)};
+
+TEST(LocalBackend, I32SumAndMax) {
+  spawn_ranks(
+      3,
+      [](RankContext& ctx) {
+        const int w = ctx.world_size, r = ctx.rank;
+        Tensor sum = filled(50, DType::i32, [&](int64_t i) { return contribution(r, w, i); });
+        ctx.world.all_reduce(sum, ReduceOp::sum)->wait();
+        expect_values(sum, [&](int64_t i) { return static_cast<float>(w * (i % 13) + w * (w - 1)); },
+                      "i32 sum");
+        Tensor in = filled(3 * 5, DType::i32, [&](int64_t i) { return contribution(r, w, i); });
+        Tensor out = Tensor::empty({5}, DType::i32);
+        ctx.world.reduce_scatter_into(out, in, ReduceOp::max)->wait();
+        expect_values(out,
+                      [&](int64_t i) { return static_cast<float>((r * 5 + i) % 13 + 2 * (w - 1)); },
+                      "i32 max");
+      },
+      kOptions);
+}
+
+TEST(LocalBackend, I32AvgIsRejectedWhenIssued) {
+  spawn_ranks(
+      2,
+      [](RankContext& ctx) {
+        Tensor t = Tensor::zeros({4}, DType::i32);
+        EXPECT_THROW(ctx.world.all_reduce(t, ReduceOp::avg), InvalidArgument);
+        Tensor out = Tensor::zeros({2}, DType::i32);
+        EXPECT_THROW(ctx.world.reduce_scatter_into(out, t, ReduceOp::avg), InvalidArgument);
+        ctx.world.barrier()->wait();  // nothing was queued: the group is still in step
+      },
+      kOptions);
+}
+
+TEST(LocalBackend, BadBuffersAreRejected) {
+  spawn_ranks(
+      1,
+      [](RankContext& ctx) {
+        EXPECT_THROW(ctx.world.all_reduce(Tensor(), ReduceOp::sum), InvalidArgument);
+        Tensor cuda;
+        try {
+          cuda = Tensor::empty({4}, DType::f32, Device::cuda(0));
+        } catch (const Error&) {
+          return;  // no CUDA here: nothing more to check
+        }
+        EXPECT_THROW(ctx.world.all_reduce(cuda, ReduceOp::sum), InvalidArgument);
+      },
+      kOptions);
+}
+
+TEST(LocalBackend, EachRankCommunicatorOnlyOnce) {
+  LocalWorld world(2);
+  auto first = world.communicator(0);
+  EXPECT_THROW(world.communicator(0), InvalidArgument);
+  EXPECT_THROW(world.communicator(2), InvalidArgument);
+  EXPECT_THROW(LocalWorld(0), InvalidArgument);
+}
+
+// The FSDP layouts: all-gather into a buffer whose own chunk is the input, reduce-scatter into
+// the own chunk of the input. Both need no staging.
+TEST(LocalBackend, InPlaceGatherAndScatterNeedNoStaging) {
+  spawn_ranks(
+      4,
+      [](RankContext& ctx) {
+        const int w = ctx.world_size, r = ctx.rank;
+        const int64_t n = 1000;
+        Tensor full = filled(w * n, DType::bf16, [&](int64_t i) {
+          return i / n == r ? contribution(r, w, i % n) : -1.0f;
+        });
+        ctx.world.all_gather_into(full, full.view(r * n, {n}))->wait();
+        expect_values(full,
+                      [&](int64_t i) { return contribution(static_cast<int>(i / n), w, i % n); },
+                      "in-place all_gather");
+
+        Tensor grads = filled(w * n, DType::f32, [&](int64_t i) { return contribution(r, w, i); });
+        ctx.world.reduce_scatter_into(grads.view(r * n, {n}), grads, ReduceOp::avg)->wait();
+        expect_values(grads.view(r * n, {n}),
+                      [&](int64_t i) { return static_cast<float>((r * n + i) % 13 + w - 1); },
+                      "in-place reduce_scatter");
+        EXPECT_EQ(ctx.memory.stats(DeviceKind::cpu)[MemoryCategory::comm].peak, 0u);
+      },
+      kOptions);
+}
+
+// Overlaps that would race (all_to_all in place, all-gather input at the wrong chunk) are staged
+// by the progress thread, and the staging is charged to the rank's tracker as comm memory.
+TEST(LocalBackend, OverlappingBuffersAreStagedAndCharged) {
+  spawn_ranks(
+      4,
+      [](RankContext& ctx) {
+        const int w = ctx.world_size, r = ctx.rank;
+        const int64_t n = 256;
+        Tensor buf = filled(w * n, DType::f32, [&](int64_t i) { return contribution(r, w, i); });
+        ctx.world.all_to_all(buf, buf)->wait();
+        expect_values(
+            buf, [&](int64_t i) { return contribution(static_cast<int>(i / n), w, r * n + i % n); },
+            "in-place all_to_all");
+        EXPECT_EQ(ctx.memory.stats(DeviceKind::cpu)[MemoryCategory::comm].peak, buf.nbytes());
+
+        Tensor full = filled(w * n, DType::f32, [&](int64_t i) {
+          return i < n ? contribution(r, w, i) : -1.0f;
+        });
+        ctx.world.all_gather_into(full, full.view(0, {n}))->wait();  // chunk 0, not chunk r
+        expect_values(full,
+                      [&](int64_t i) { return contribution(static_cast<int>(i / n), w, i % n); },
+                      "overlapping all_gather");
+        EXPECT_EQ(ctx.memory.stats(DeviceKind::cpu)[MemoryCategory::comm].current, 0u);
+      },
+      kOptions);
+}
+
+}  // namespace
+}  // namespace meshtrain
