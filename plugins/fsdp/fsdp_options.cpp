@@ -23,6 +23,24 @@ std::string_view fsdp_mode_name(FsdpMode mode) {
   return "unknown";
 }
 
+std::function<std::vector<UnitSpec>(Model&)> group_units_policy(int blocks) {
+  MT_CHECK_GE(blocks, 1, "a unit needs at least one block");
+  return [blocks](Model& model) {
+    const std::vector<UnitSpec> defaults = model.default_units();
+    std::vector<UnitSpec> grouped;
+    for (size_t i = 0; i < defaults.size(); ++i) {
+      if (i == 0 || (i - 1) % blocks == 0) {
+        grouped.push_back(defaults[i]);
+      } else {
+        grouped.back().name += "+" + defaults[i].name;
+        grouped.back().stages.insert(grouped.back().stages.end(), defaults[i].stages.begin(),
+                                     defaults[i].stages.end());
+      }
+    }
+    return grouped;
+  };
+}
+
 GradSync parse_grad_sync(std::string_view text) {
   if (text == "every") return GradSync::every_micro_batch;
   if (text == "last") return GradSync::last_micro_batch;

@@ -1,9 +1,12 @@
 // FSDP options, as a PyTorch FSDP2 user would set them.
 #pragma once
 
+#include <functional>
 #include <string_view>
+#include <vector>
 
 #include "core/dtype.h"
+#include "parallel/model.h"
 
 namespace meshtrain {
 
@@ -32,6 +35,11 @@ struct FsdpOptions {
   GradSync grad_sync = GradSync::every_micro_batch;
   // The root unit (embeddings and tied head) stays unsharded from forward to backward, as in FSDP2.
   bool reshard_root_after_forward = false;
+  // Which stages form one unit; empty: the model's default (GPT-2: the root, then one per block).
+  std::function<std::vector<UnitSpec>(Model&)> unit_policy;
 };
+
+// A unit policy that puts `blocks` consecutive units after the first (the root) into one unit.
+std::function<std::vector<UnitSpec>(Model&)> group_units_policy(int blocks);
 
 }  // namespace meshtrain

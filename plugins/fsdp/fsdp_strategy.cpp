@@ -14,6 +14,19 @@ bool binds(const std::vector<std::string>& axes, const std::string& axis) {
          std::find(axes.begin(), axes.end(), "dp") != axes.end();
 }
 
+int parse_count(const std::string& key, const std::string& value) {
+  size_t used = 0;
+  int parsed = -1;
+  try {
+    parsed = std::stoi(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  MT_CHECK(used == value.size() && parsed >= 0, "fsdp option ", key,
+           " expects a non-negative integer, got '", value, "'");
+  return parsed;
+}
+
 Communicator* group_or_null(Communicator& comm) { return comm.size() > 1 ? &comm : nullptr; }
 
 FsdpGroups resolve_groups(DeviceMesh& mesh, const std::vector<std::string>& axes, FsdpMode mode) {
@@ -51,6 +64,7 @@ FsdpStrategy::FsdpStrategy(FsdpOptions options) : options_(options) {
 void FsdpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& axes) {
   MT_CHECK(!runtime_, "fsdp is applied once");
   const FsdpGroups groups = resolve_groups(ctx.mesh, axes, options_.mode);
+  if (options_.unit_policy) ctx.unit_specs = options_.unit_policy(*ctx.model);
   const UnitPlan plan = make_unit_plan(*ctx.model, ctx.unit_specs);
   const int root = plan.unit_of_stage.empty() ? -1 : plan.unit_of_stage.front();
   const bool reshard =
@@ -97,19 +111,22 @@ void register_fsdp(StrategyRegistry& registry) {
       if (key == "mode") {
         options.mode = parse_fsdp_mode(value);
       } else if (key == "prefetch") {
-        options.prefetch = std::stoi(value);
+        options.prefetch = parse_count(key, value);
       } else if (key == "param_dtype") {
         options.param_dtype = parse_dtype(value);
       } else if (key == "reduce_dtype") {
         options.reduce_dtype = parse_dtype(value);
       } else if (key == "grad_sync") {
         options.grad_sync = parse_grad_sync(value);
+      } else if (key == "blocks_per_unit") {
+        options.unit_policy = group_units_policy(parse_count(key, value));
       } else if (key == "reshard_root") {
         options.reshard_root_after_forward = value == "true" || value == "1";
       } else {
         throw InvalidArgument(detail::concat(
             "unknown fsdp option '", key,
-            "'; known: mode, prefetch, param_dtype, reduce_dtype, grad_sync, reshard_root"));
+            "'; known: mode, prefetch, param_dtype, reduce_dtype, grad_sync, blocks_per_unit, "
+            "reshard_root"));
       }
     }
     return std::make_unique<FsdpStrategy>(options);

@@ -44,7 +44,8 @@ class FsdpStrategy : public Strategy {
   std::unique_ptr<FsdpRuntime> runtime_;
 };
 
-// "fsdp" with options mode, prefetch, param_dtype, reduce_dtype, grad_sync, reshard_root.
+// "fsdp" with options mode, prefetch, param_dtype, reduce_dtype, grad_sync, blocks_per_unit,
+// reshard_root.
 void register_fsdp(StrategyRegistry& registry);
 
 }  // namespace meshtrain

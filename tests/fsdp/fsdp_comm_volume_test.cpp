@@ -1,0 +1,149 @@
+// Bytes moved per step and rank, from the communicators' counters, against the ZeRO formulas in
+// closed form. Every parameter is sharded on dim 0 into ceil(rows / W) rows per rank (padded), so
+// one all-gather or reduce-scatter of a unit moves (W - 1) * padded shard bytes each way.
+#include <gtest/gtest.h>
+
+#include "tests/fsdp/fsdp_runs.h"
+
+namespace meshtrain::testing {
+namespace {
+
+struct UnitSizes {
+  int64_t padded;  // elements per rank, padded, over the unit's parameters
+  int64_t full;    // elements of the whole unit
+};
+
+// GPT-2's units in closed form: the root (wte, wpe, ln_f) and one unit per block.
+std::vector<UnitSizes> gpt2_units(const GPT2Config& c, int64_t world) {
+  const auto rows = [&](int64_t r, int64_t row_numel) {
+    return UnitSizes{(r + world - 1) / world * row_numel, r * row_numel};
+  };
+  const auto sum = [](std::initializer_list<UnitSizes> parts) {
+    UnitSizes total{0, 0};
+    for (const UnitSizes& p : parts) {
+      total.padded += p.padded;
+      total.full += p.full;
+    }
+    return total;
+  };
+  const int64_t d = c.dim;
+  std::vector<UnitSizes> units = {sum({rows(c.vocab, d), rows(c.ctx, d), rows(d, 1), rows(d, 1)})};
+  for (int64_t i = 0; i < c.layers; ++i)
+    units.push_back(sum({rows(d, 1), rows(d, 1), rows(d, 3 * d), rows(3 * d, 1), rows(d, d),
+                         rows(d, 1), rows(d, 1), rows(d, 1), rows(d, 4 * d), rows(4 * d, 1),
+                         rows(4 * d, d), rows(d, 1)}));
+  return units;
+}
+
+uint64_t one_step_bytes(TrainConfig c) {
+  c.steps = 1;
+  return run_on_mesh(c).metrics.at(0).comm_bytes;
+}
+
+class FsdpCommVolume : public ::testing::TestWithParam<int> {
+ protected:
+  GPT2Config model_{67, 13, 24, 2, 4};
+  TrainConfig config(FsdpMode mode) const {
+    TrainConfig c = small_config(model_, synthetic_token_file(67, 4096));
+    c.world = GetParam();
+    c.fsdp.mode = mode;
+    return c;
+  }
+};
+
+TEST_P(FsdpCommVolume, FullGathersTwiceAndReduceScattersOnce) {
+  const int64_t w = GetParam();
+  uint64_t forward = 0, backward = 0, reduce = 0;
+  const auto units = gpt2_units(model_, w);
+  for (size_t u = 0; u < units.size(); ++u) {
+    const uint64_t bytes = 4 * (w - 1) * units[u].padded;
+    forward += bytes;
+    if (u > 0) backward += bytes;  // the root stays unsharded from forward to backward
+    reduce += bytes;
+  }
+  EXPECT_EQ(one_step_bytes(config(FsdpMode::full)), forward + backward + reduce);
+}
+
+TEST_P(FsdpCommVolume, GradOpSkipsTheBackwardGathers) {
+  const int64_t w = GetParam();
+  uint64_t expected = 0;
+  for (const UnitSizes& u : gpt2_units(model_, w)) expected += 2 * 4 * (w - 1) * u.padded;
+  EXPECT_EQ(one_step_bytes(config(FsdpMode::grad_op)), expected);
+}
+
+TEST_P(FsdpCommVolume, NoneAllReducesEveryGradient) {
+  const int64_t w = GetParam();
+  uint64_t expected = 0;
+  for (const UnitSizes& u : gpt2_units(model_, 1)) expected += 2 * (4 * u.full) * (w - 1) / w;
+  EXPECT_EQ(one_step_bytes(config(FsdpMode::none)), expected);
+}
+
+TEST_P(FsdpCommVolume, Bf16HalvesWhereItApplies) {
+  const int64_t w = GetParam();
+  TrainConfig c = config(FsdpMode::full);
+  c.fsdp.param_dtype = DType::bf16;
+  uint64_t gathers = 0, reduce = 0;
+  const auto units = gpt2_units(model_, w);
+  for (size_t u = 0; u < units.size(); ++u) {
+    const uint64_t elements = (w - 1) * units[u].padded;
+    gathers += (u > 0 ? 2 : 1) * 2 * elements;
+    reduce += 4 * elements;
+  }
+  EXPECT_EQ(one_step_bytes(c), gathers + reduce);
+  c.fsdp.reduce_dtype = DType::bf16;
+  EXPECT_EQ(one_step_bytes(c), gathers + reduce / 2);
+}
+
+TEST_P(FsdpCommVolume, GradientAccumulationGathersPerMicroBatch) {
+  const int64_t w = GetParam();
+  uint64_t gathers = 0, reduce = 0;
+  const auto units = gpt2_units(model_, w);
+  for (size_t u = 0; u < units.size(); ++u) {
+    gathers += (u > 0 ? 2 : 1) * 4 * (w - 1) * units[u].padded;
+    reduce += 4 * (w - 1) * units[u].padded;
+  }
+  TrainConfig c = config(FsdpMode::full);
+  c.grad_accum = 2;
+  c.fsdp.grad_sync = GradSync::every_micro_batch;
+  EXPECT_EQ(one_step_bytes(c), 2 * gathers + 2 * reduce);
+  c.fsdp.grad_sync = GradSync::last_micro_batch;
+  EXPECT_EQ(one_step_bytes(c), 2 * gathers + reduce);
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, FsdpCommVolume, ::testing::Values(2, 3, 4, 8),
+                         [](const auto& info) { return "W" + std::to_string(info.param); });
+
+TEST(FsdpCommVolume, HybridAddsTheReplicaAllReduce) {
+  const GPT2Config model{67, 13, 24, 2, 4};
+  TrainConfig c = small_config(model, synthetic_token_file(67, 4096));
+  c.world = 8;
+  c.mesh = parse_mesh_spec("dp_replicate=2,dp_shard=4");
+  c.fsdp.mode = FsdpMode::hybrid;
+  const int64_t shard = 4, replicas = 2;
+  uint64_t expected = 0;
+  const auto units = gpt2_units(model, shard);
+  for (size_t u = 0; u < units.size(); ++u) {
+    const uint64_t bytes = 4 * (shard - 1) * units[u].padded;
+    expected += (u > 0 ? 3 : 2) * bytes;                                      // AG, AG, RS
+    expected += 2 * (4 * units[u].padded) * (replicas - 1) / replicas;  // AR of the shard
+  }
+  EXPECT_EQ(one_step_bytes(c), expected);
+}
+
+// With sizes that divide W and the root resharded too, ZeRO-3 moves exactly 1.5x and ZeRO-2
+// exactly 1.0x the bytes of data parallelism (ZeRO paper, section 7).
+TEST(FsdpCommVolume, ZeroRatiosToDataParallel) {
+  const GPT2Config model{64, 16, 32, 2, 4};
+  TrainConfig c = small_config(model, synthetic_token_file(64, 4096));
+  c.world = 4;
+  c.fsdp.reshard_root_after_forward = true;
+  c.fsdp.mode = FsdpMode::none;
+  const uint64_t ddp = one_step_bytes(c);
+  c.fsdp.mode = FsdpMode::full;
+  EXPECT_EQ(2 * one_step_bytes(c), 3 * ddp);
+  c.fsdp.mode = FsdpMode::grad_op;
+  EXPECT_EQ(one_step_bytes(c), ddp);
+}
+
+}  // namespace
+}  // namespace meshtrain::testing

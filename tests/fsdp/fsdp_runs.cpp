@@ -1,0 +1,93 @@
+#include "tests/fsdp/fsdp_runs.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/comm/local/spawn_ranks.h"
+#include "models/adamw.h"
+#include "models/gpt2.h"
+#include "models/single_rank.h"
+#include "models/token_batches.h"
+#include "models/token_file.h"
+
+namespace meshtrain::testing {
+
+std::string synthetic_token_file(int64_t vocab, int64_t count) {
+  const auto dir = std::filesystem::temp_directory_path() / "meshtrain_fsdp_tests";
+  std::filesystem::create_directories(dir);
+  const std::string path =
+      (dir / ("tokens_" + std::to_string(vocab) + "_" + std::to_string(count) + ".bin")).string();
+  std::vector<uint16_t> tokens(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)  // a slow ramp with a repeating motif: learnable
+    tokens[i] = static_cast<uint16_t>((i / 3 + (i % 5) * 7) % vocab);
+  write_token_file(path, tokens);
+  return path;
+}
+
+TrainConfig small_config(const GPT2Config& model, const std::string& data_path) {
+  TrainConfig c;
+  c.model = model;
+  c.data_path = data_path;
+  c.steps = 10;
+  c.batch = 48;
+  c.seq = std::min<int64_t>(12, model.ctx);
+  c.lr.lr = 1e-3f;
+  c.weight_decay = 0.1f;
+  c.sample_bytes = 0;
+  c.quiet = true;
+  return c;
+}
+
+RunResult run_reference(const TrainConfig& config) {
+  GPT2Options options;
+  options.seed = config.seed;
+  GPT2 model(config.model, options);
+  TokenBatches batches(read_token_file(config.data_path), config.model.vocab, config.batch,
+                       config.seq);
+  AdamWConfig adamw;
+  adamw.weight_decay = config.weight_decay;
+  AdamW optimizer(adamw);
+  RunResult result;
+  for (int64_t s = 0; s < config.steps; ++s) {
+    const TokenBatch batch = batches.batch(s);
+    MicroBatch mb;
+    mb.tokens = batch.tokens;
+    mb.targets = batch.targets;
+    result.losses.push_back(forward(model, mb));
+    backward(model, mb);
+    const std::vector<OptimizerSlot> slots = parameter_slots(model);
+    if (config.clip > 0.f) clip_grads(slots, std::sqrt(grad_sum_squares(slots)), config.clip);
+    optimizer.step(slots, config.lr.at(s));
+    zero_grad(model);
+  }
+  for (Parameter* p : model.parameters()) result.params[p->name()] = p->value().to_vector();
+  return result;
+}
+
+RunResult run_on_mesh(const TrainConfig& config) {
+  RunResult result;
+  with_trainers(config, [&](Trainer& trainer, MemoryTracker&) {
+    std::vector<StepMetrics> metrics;
+    for (int64_t s = 0; s < config.steps; ++s) metrics.push_back(trainer.step());
+    std::map<std::string, std::vector<float>> params;
+    trainer.for_each_full_param([&](const Parameter& p, const Tensor& value) {
+      params[p.name()] = value.to_vector();
+    });
+    if (trainer.rank() == 0) {
+      for (const StepMetrics& m : metrics) result.losses.push_back(m.loss);
+      result.metrics = std::move(metrics);
+      result.params = std::move(params);
+    }
+  });
+  return result;
+}
+
+void with_trainers(const TrainConfig& config,
+                   const std::function<void(Trainer&, MemoryTracker&)>& body) {
+  spawn_ranks(config.world, [&](RankContext& ctx) {
+    Trainer trainer(config, ctx.world, ctx.memory);
+    body(trainer, ctx.memory);
+  });
+}
+
+}  // namespace meshtrain::testing

@@ -1,0 +1,35 @@
+// Training runs for the FSDP tests: the single-rank reference (the model's own forward, backward
+// and AdamW, no engine, no strategy) and the same run on a mesh through the Trainer.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "apps/train/step_metrics.h"
+#include "apps/train/train_config.h"
+#include "apps/train/trainer.h"
+
+namespace meshtrain::testing {
+
+struct RunResult {
+  std::vector<double> losses;
+  std::map<std::string, std::vector<float>> params;  // final full values by name
+  std::vector<StepMetrics> metrics;                   // mesh runs only
+};
+
+// A token file of `count` tokens below `vocab` with some structure to learn, in a temp dir.
+std::string synthetic_token_file(int64_t vocab, int64_t count);
+
+// A small config on the given token file; the caller sets the layout.
+TrainConfig small_config(const GPT2Config& model, const std::string& data_path);
+
+RunResult run_reference(const TrainConfig& config);
+RunResult run_on_mesh(const TrainConfig& config);
+
+// Runs `body` on every rank with a Trainer built from config (for tests that inspect one rank).
+void with_trainers(const TrainConfig& config,
+                   const std::function<void(Trainer&, MemoryTracker&)>& body);
+
+}  // namespace meshtrain::testing

@@ -1,0 +1,194 @@
+// FSDP's explicit state: sharded parameters refuse to be read, units move through their states,
+// frozen parameters take no gradient, no optimizer state and no reduction, tied parameters must
+// share a unit, and the full model can be exported one unit at a time.
+#include <gtest/gtest.h>
+
+#include "core/comm/local/spawn_ranks.h"
+#include "mesh/device_mesh.h"
+#include "models/adamw.h"
+#include "models/gpt2.h"
+#include "parallel/parallel_plan.h"
+#include "plugins/fsdp/fsdp_strategy.h"
+#include "tests/fsdp/fsdp_runs.h"
+
+namespace meshtrain::testing {
+namespace {
+
+const GPT2Config kModel{64, 16, 32, 2, 4};
+
+// Builds GPT-2 with FSDP on dp_shard = world through the C++ API and runs `body` on every rank.
+void with_fsdp(int world, FsdpOptions options,
+               const std::function<void(GPT2&, FsdpStrategy&, ParallelModel&)>& body,
+               const std::function<void(GPT2&)>& before_sharding = {}) {
+  spawn_ranks(world, [&](RankContext& ctx) {
+    DeviceMesh mesh(ctx.world, {{"dp_shard", world}});
+    GPT2 model(kModel);
+    if (before_sharding) before_sharding(model);
+    auto fsdp = std::make_unique<FsdpStrategy>(options);
+    FsdpStrategy& handle = *fsdp;
+    ParallelPlan plan;
+    plan.add(std::move(fsdp), {"dp_shard"});
+    ParallelModel pm = plan.apply(mesh, model);
+    body(model, handle, pm);
+  });
+}
+
+MicroBatch batch_of(int64_t rows, int world) {
+  std::vector<int32_t> tokens(static_cast<size_t>(rows * 8));
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(i * 5 % 64);
+  MicroBatch mb;
+  mb.tokens = Tensor::from_vector(tokens, {rows, 8});
+  mb.targets = Tensor::from_vector(tokens, {rows, 8});
+  mb.loss_scale = 1.f / static_cast<float>(rows * 8 * world);
+  return mb;
+}
+
+void train_step(ParallelModel& pm, int world) {
+  MicroBatch mb = batch_of(2, world);
+  pm.engine->begin_micro_batch(0, 1);
+  pm.engine->forward(mb);
+  pm.engine->backward(mb);
+  pm.engine->finish_backward();
+}
+
+TEST(FsdpState, ReadingAShardedParameterNamesItAndItsUnit) {
+  with_fsdp(2, {}, [](GPT2& model, FsdpStrategy&, ParallelModel&) {
+    try {
+      model.parameter("h.1.mlp.c_fc.weight").value();
+      FAIL() << "a sharded parameter was readable";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("h.1.mlp.c_fc.weight"), std::string::npos) << what;
+      EXPECT_NE(what.find("unit 'h.1' is sharded"), std::string::npos) << what;
+    }
+  });
+}
+
+TEST(FsdpState, UnitsMoveThroughTheirStates) {
+  with_fsdp(2, {}, [](GPT2&, FsdpStrategy& fsdp, ParallelModel& pm) {
+    const auto& units = fsdp.runtime().units();
+    ASSERT_EQ(units.size(), 3u);  // root, h.0, h.1
+    for (const auto& u : units) EXPECT_EQ(u->state(), ShardState::sharded) << u->name();
+    MicroBatch mb = batch_of(2, 2);
+    pm.engine->begin_micro_batch(0, 1);
+    pm.engine->forward(mb);
+    EXPECT_EQ(units[0]->state(), ShardState::unsharded) << "the root stays unsharded";
+    EXPECT_EQ(units[1]->state(), ShardState::sharded_after_forward);
+    EXPECT_EQ(units[2]->state(), ShardState::sharded_after_forward);
+    pm.engine->backward(mb);
+    pm.engine->finish_backward();
+    for (const auto& u : units) {
+      EXPECT_EQ(u->state(), ShardState::sharded) << u->name();
+      EXPECT_EQ(u->phase(), TrainingPhase::idle) << u->name();
+      EXPECT_FALSE(u->reduction_pending()) << u->name();
+    }
+  });
+}
+
+TEST(FsdpState, GradOpKeepsBlocksUnshardedUntilBackward) {
+  FsdpOptions options;
+  options.mode = FsdpMode::grad_op;
+  with_fsdp(2, options, [](GPT2&, FsdpStrategy& fsdp, ParallelModel& pm) {
+    MicroBatch mb = batch_of(2, 2);
+    pm.engine->begin_micro_batch(0, 1);
+    pm.engine->forward(mb);
+    for (const auto& u : fsdp.runtime().units()) EXPECT_EQ(u->state(), ShardState::unsharded);
+  });
+}
+
+TEST(FsdpState, FrozenParametersTakeNoGradientStateOrReduction) {
+  const std::vector<std::string> frozen = {"wpe.weight", "h.0.attn.c_attn.weight"};
+  with_fsdp(
+      2, {},
+      [&](GPT2& model, FsdpStrategy& fsdp, ParallelModel& pm) {
+        std::map<std::string, std::vector<float>> before;
+        fsdp.for_each_full_param([&](const Parameter& p, const Tensor& v) {
+          before[p.name()] = v.to_vector();
+        });
+        const uint64_t rs_before = fsdp.counters().sent(CommOp::reduce_scatter);
+        train_step(pm, 2);
+        const uint64_t rs_bytes = fsdp.counters().sent(CommOp::reduce_scatter) - rs_before;
+        // Trainable elements per rank: everything but the frozen ones (all dims divide by 2).
+        const int64_t frozen_numel = kModel.ctx * kModel.dim + kModel.dim * 3 * kModel.dim;
+        EXPECT_EQ(rs_bytes, 4u * (model.config().num_parameters() - frozen_numel) / 2);
+        std::vector<OptimizerSlot> slots = pm.state->optimizer_slots();
+        for (const OptimizerSlot& s : slots)
+          for (const std::string& name : frozen) EXPECT_NE(s.name, name);
+        AdamW optimizer;
+        optimizer.step(slots, 0.1f);
+        fsdp.for_each_full_param([&](const Parameter& p, const Tensor& v) {
+          const bool is_frozen =
+              std::find(frozen.begin(), frozen.end(), p.name()) != frozen.end();
+          if (is_frozen) {
+            EXPECT_EQ(v.to_vector(), before[p.name()]) << p.name();
+          } else if (p.name() == "h.0.mlp.c_fc.weight") {
+            EXPECT_NE(v.to_vector(), before[p.name()]);
+          }
+        });
+      },
+      [&](GPT2& model) {
+        for (const std::string& name : frozen) model.parameter(name).set_requires_grad(false);
+      });
+}
+
+TEST(FsdpState, TiedParametersMustShareAUnit) {
+  FsdpOptions options;
+  options.unit_policy = [](Model& model) {
+    std::vector<UnitSpec> units = model.default_units();
+    const int head = units[0].stages.back();
+    units[0].stages.pop_back();
+    units.push_back({"head", {head}});  // wte would be needed in two units
+    return units;
+  };
+  EXPECT_THROW(
+      {
+        try {
+          with_fsdp(1, options, [](GPT2&, FsdpStrategy&, ParallelModel&) {});
+        } catch (const InvalidArgument& e) {
+          const std::string what = e.what();
+          EXPECT_NE(what.find("'wte.weight'"), std::string::npos) << what;
+          EXPECT_NE(what.find("stage 'embedding' in unit 'root'"), std::string::npos) << what;
+          EXPECT_NE(what.find("stage 'head' in unit 'head'"), std::string::npos) << what;
+          throw;
+        }
+      },
+      InvalidArgument);
+}
+
+TEST(FsdpState, UnitPolicyGroupsBlocks) {
+  FsdpOptions options;
+  options.unit_policy = group_units_policy(2);
+  with_fsdp(2, options, [](GPT2&, FsdpStrategy& fsdp, ParallelModel& pm) {
+    const auto& units = fsdp.runtime().units();
+    ASSERT_EQ(units.size(), 2u);
+    EXPECT_EQ(units[1]->name(), "h.0+h.1");
+    train_step(pm, 2);
+  });
+}
+
+TEST(FsdpState, ExportHoldsOneUnitUnshardedAtATime) {
+  spawn_ranks(2, [](RankContext& ctx) {
+    DeviceMesh mesh(ctx.world, {{"dp_shard", 2}});
+    GPT2 model(kModel);
+    GPT2 reference(kModel);  // same seed: the values the export must reproduce
+    ParallelPlan plan;
+    auto fsdp = std::make_unique<FsdpStrategy>();
+    FsdpStrategy& handle = *fsdp;
+    plan.add(std::move(fsdp), {"dp_shard"});
+    ParallelModel pm = plan.apply(mesh, model);
+    ctx.memory.reset_peaks();
+    int visited = 0;
+    handle.for_each_full_param([&](const Parameter& p, const Tensor& v) {
+      EXPECT_EQ(v.to_vector(), reference.parameter(p.name()).value().to_vector()) << p.name();
+      ++visited;
+    });
+    EXPECT_EQ(visited, static_cast<int>(model.parameters().size()));
+    const int64_t largest_unit = std::max((kModel.vocab + kModel.ctx + 2) * kModel.dim,
+                                          12 * kModel.dim * kModel.dim + 13 * kModel.dim);
+    EXPECT_LE(ctx.memory.stats(DeviceKind::cpu)[MemoryCategory::unsharded_param].peak,
+              4u * largest_unit);
+  });
+}
+
+}  // namespace
+}  // namespace meshtrain::testing
