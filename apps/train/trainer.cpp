@@ -61,6 +61,7 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
 std::vector<Communicator*> Trainer::strategy_comms() const {
   std::vector<Communicator*> comms;
   for (const MeshAxis& axis : mesh_->layout().axes()) comms.push_back(&mesh_->comm(axis.name));
+  comms.push_back(&mesh_->comm("dp"));  // FSDP bound to both data axes runs on the flattened "dp"
   return comms;
 }
 

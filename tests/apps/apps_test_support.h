@@ -1,0 +1,83 @@
+// Helpers for the trainer and CLI tests: a scratch directory per test, token files made from text,
+// and reading back the metrics file.
+#pragma once
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "models/token_file.h"
+
+namespace meshtrain::testing {
+
+// A fresh directory named after the running test and the process; removed by the destructor.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = "meshtrain_apps_" + std::to_string(::getpid());
+    if (info) name += std::string("_") + info->test_suite_name() + "_" + info->name();
+    for (char& c : name)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+    path_ = std::filesystem::temp_directory_path() / name;
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Some English prose, repeated: enough structure for a byte-level model to learn quickly.
+inline std::string sample_prose(int repeats) {
+  const std::string paragraph =
+      "The quick brown fox jumps over the lazy dog. A mesh of ranks trains a small model, "
+      "one step at a time, and every rank sees its own slice of the batch. ";
+  std::string text;
+  for (int i = 0; i < repeats; ++i) text += paragraph;
+  return text;
+}
+
+// Tokens below `vocab` made from text bytes (for presets with a vocabulary smaller than 256).
+inline std::vector<uint16_t> tokens_from_text(const std::string& text, int vocab) {
+  std::vector<uint16_t> tokens;
+  for (unsigned char c : text) tokens.push_back(static_cast<uint16_t>(c % vocab));
+  return tokens;
+}
+
+inline std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace meshtrain::testing

@@ -1,0 +1,132 @@
+// The meshtrain binary: bad flags exit non-zero with a message on stderr; prepare writes a token
+// file; a short train run writes its metrics.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "models/token_file.h"
+#include "tests/apps/apps_test_support.h"
+
+namespace meshtrain {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ScratchDir;
+
+struct CliResult {
+  int exit_code;
+  std::string out, err;
+};
+
+// Runs `meshtrain <args>` (args are passed through the shell as written).
+CliResult run_cli(const ScratchDir& dir, const std::string& args) {
+  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+  const std::string command = std::string("'") + MESHTRAIN_CLI + "' " + args + " >'" + out +
+                              "' 2>'" + err + "' </dev/null";
+  const int status = std::system(command.c_str());
+  EXPECT_TRUE(WIFEXITED(status)) << command;
+  return {WEXITSTATUS(status), testing::read_text(out), testing::read_text(err)};
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    text_ = dir_.file("text.txt");
+    tokens_ = dir_.file("tokens.bin");
+    testing::write_text(text_, testing::sample_prose(10));
+    write_token_file(tokens_, testing::tokens_from_text(testing::sample_prose(10), 256));
+  }
+  ScratchDir dir_;
+  std::string text_, tokens_;
+};
+
+TEST_F(Cli, MissingDataFlag) {
+  const CliResult r = run_cli(dir_, "train --steps 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--data"));
+  EXPECT_THAT(r.err, HasSubstr("required"));
+}
+
+TEST_F(Cli, DataFileThatDoesNotExist) {
+  const CliResult r = run_cli(dir_, "train --data '" + dir_.file("nope.bin") + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("nope.bin"));
+}
+
+TEST_F(Cli, NonNumericSteps) {
+  const CliResult r = run_cli(dir_, "train --data '" + tokens_ + "' --steps many");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--steps"));
+  EXPECT_THAT(r.err, HasSubstr("many"));
+}
+
+TEST_F(Cli, UnknownFsdpMode) {
+  const CliResult r = run_cli(dir_, "train --data '" + tokens_ + "' --fsdp zero9");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("zero9"));
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(Cli, UnknownPreset) {
+  const CliResult r = run_cli(dir_, "train --data '" + tokens_ + "' --model gpt5");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("meshtrain: error:"));
+  EXPECT_THAT(r.err, HasSubstr("'gpt5'"));
+  EXPECT_THAT(r.err, HasSubstr("demo"));  // lists the known presets
+}
+
+TEST_F(Cli, BatchNotDivisibleByWorld) {
+  const CliResult r =
+      run_cli(dir_, "train --data '" + tokens_ + "' --world 3 --batch 8 --steps 1 --quiet");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("meshtrain: error:"));
+  EXPECT_THAT(r.err, HasSubstr("--batch must divide by the data-parallel degree 3"));
+}
+
+TEST_F(Cli, UnknownSubcommandAndNoSubcommand) {
+  EXPECT_NE(run_cli(dir_, "").exit_code, 0);
+  EXPECT_NE(run_cli(dir_, "fly").exit_code, 0);
+}
+
+TEST_F(Cli, PrepareWritesByteTokens) {
+  const std::string out_tokens = dir_.file("prepared.bin");
+  testing::write_text(text_, "Hello, mesh!\n\xff");
+  const CliResult r = run_cli(dir_, "prepare '" + text_ + "' '" + out_tokens + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("wrote 14 tokens"));
+  const std::vector<uint16_t> tokens = read_token_file(out_tokens);
+  const std::vector<uint16_t> expected{'H', 'e', 'l', 'l', 'o', ',', ' ', 'm',
+                                       'e', 's', 'h', '!', '\n', 255};
+  EXPECT_EQ(tokens, expected);
+  // llm.c header: 256 int32, then the tokens as uint16.
+  EXPECT_EQ(testing::read_text(out_tokens).size(), 256 * 4 + 14 * 2);
+}
+
+TEST_F(Cli, PrepareMissingInput) {
+  const CliResult r =
+      run_cli(dir_, "prepare '" + dir_.file("absent.txt") + "' '" + dir_.file("x.bin") + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("absent.txt"));
+}
+
+TEST_F(Cli, ShortTrainRunWritesMetrics) {
+  const std::string metrics = dir_.file("metrics.jsonl");
+  const CliResult r = run_cli(dir_, "train --data '" + tokens_ +
+                                        "' --model demo --steps 3 --batch 4 --seq 16 --world 2"
+                                        " --sample 0 --metrics '" + metrics + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("mesh dp_shard=2"));
+  EXPECT_THAT(r.out, HasSubstr("done: loss"));
+  const std::vector<std::string> lines = testing::read_lines(metrics);
+  ASSERT_EQ(lines.size(), 3u);
+  for (size_t i = 0; i < lines.size(); ++i)
+    EXPECT_EQ(nlohmann::json::parse(lines[i])["step"].get<int64_t>(), static_cast<int64_t>(i));
+}
+
+}  // namespace
+}  // namespace meshtrain

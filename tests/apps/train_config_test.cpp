@@ -1,0 +1,139 @@
+// TrainConfig::validate: each bad setting is an InvalidArgument naming the flag and what was
+// expected.
+#include "apps/train/train_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace meshtrain {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A config that passes validation (validate does not open the data file).
+TrainConfig valid_config() {
+  TrainConfig c;
+  c.model = gpt2_preset("demo");  // ctx 64
+  c.data_path = "tokens.bin";
+  c.batch = 8;
+  c.seq = 64;
+  c.world = 4;
+  return c;
+}
+
+std::string validate_message(const TrainConfig& c) {
+  try {
+    c.validate();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "<valid>";
+}
+
+TEST(TrainConfig, ValidConfigPasses) {
+  EXPECT_NO_THROW(valid_config().validate());
+  TrainConfig c = valid_config();
+  c.mesh = parse_mesh_spec("dp_replicate=2,dp_shard=2");
+  EXPECT_NO_THROW(c.validate());
+  c.mesh = parse_mesh_spec("dp_shard=4,tp=1");  // a size-1 tp axis needs no strategy
+  EXPECT_NO_THROW(c.validate());
+}
+
+TEST(TrainConfig, DefaultMeshIsDpShardOverTheWorld) {
+  TrainConfig c = valid_config();
+  c.world = 3;
+  EXPECT_EQ(c.effective_mesh().to_string(), "dp_shard=3");
+  c.mesh = parse_mesh_spec("dp_replicate=3");
+  EXPECT_EQ(c.effective_mesh().to_string(), "dp_replicate=3");
+}
+
+TEST(TrainConfig, BatchNotDivisibleByDataParallelDegree) {
+  TrainConfig c = valid_config();
+  c.batch = 6;  // dp_shard=4 by default
+  const std::string msg = validate_message(c);
+  EXPECT_THAT(msg, HasSubstr("--batch must divide by the data-parallel degree 4"));
+  // The degree is the product of both data axes.
+  c = valid_config();
+  c.world = 6;
+  c.batch = 8;
+  c.mesh = parse_mesh_spec("dp_replicate=3,dp_shard=2");
+  EXPECT_THAT(validate_message(c), HasSubstr("data-parallel degree 6"));
+}
+
+TEST(TrainConfig, LocalBatchNotDivisibleByGradAccum) {
+  TrainConfig c = valid_config();
+  c.batch = 8;  // 2 per data rank
+  c.grad_accum = 4;
+  const std::string msg = validate_message(c);
+  EXPECT_THAT(msg, HasSubstr("--grad-accum"));
+  EXPECT_THAT(msg, HasSubstr("(2)"));
+}
+
+TEST(TrainConfig, SeqLongerThanContext) {
+  TrainConfig c = valid_config();
+  c.seq = 65;
+  const std::string msg = validate_message(c);
+  EXPECT_THAT(msg, HasSubstr("--seq must not exceed the model's context length"));
+  EXPECT_THAT(msg, HasSubstr("65"));
+  EXPECT_THAT(msg, HasSubstr("64"));
+}
+
+TEST(TrainConfig, MeshSizeMustMatchWorld) {
+  TrainConfig c = valid_config();
+  c.mesh = parse_mesh_spec("dp_shard=2");  // world is 4
+  const std::string msg = validate_message(c);
+  EXPECT_THAT(msg, HasSubstr("dp_shard(2)"));
+  EXPECT_THAT(msg, HasSubstr("world size 4"));
+}
+
+TEST(TrainConfig, TensorAxisHasNoStrategyYet) {
+  TrainConfig c = valid_config();
+  c.mesh = parse_mesh_spec("dp_shard=2,tp=2");
+  const std::string msg = validate_message(c);
+  EXPECT_THAT(msg, HasSubstr("mesh axis tp=2 has no strategy yet"));
+  c.mesh = parse_mesh_spec("pp=2,dp_shard=2");
+  EXPECT_THAT(validate_message(c), HasSubstr("mesh axis pp=2 has no strategy yet"));
+}
+
+TEST(TrainConfig, MissingDataAndNonPositiveCounts) {
+  TrainConfig c = valid_config();
+  c.data_path.clear();
+  EXPECT_THAT(validate_message(c), HasSubstr("--data"));
+  c = valid_config();
+  c.steps = 0;
+  EXPECT_THAT(validate_message(c), HasSubstr("--steps must be positive"));
+  c = valid_config();
+  c.batch = 0;
+  EXPECT_THAT(validate_message(c), HasSubstr("--batch must be positive"));
+  c = valid_config();
+  c.grad_accum = 0;
+  EXPECT_THAT(validate_message(c), HasSubstr("--grad-accum must be positive"));
+  c = valid_config();
+  c.world = 0;
+  EXPECT_THAT(validate_message(c), HasSubstr("--world must be at least 1"));
+  c = valid_config();
+  c.clip = -1.f;
+  EXPECT_THAT(validate_message(c), HasSubstr("--clip must not be negative"));
+  c = valid_config();
+  c.weight_decay = -0.1f;
+  EXPECT_THAT(validate_message(c), HasSubstr("--wd must not be negative"));
+}
+
+TEST(TrainConfig, ParseBackend) {
+  EXPECT_EQ(parse_backend("local"), BackendKind::local);
+  EXPECT_EQ(parse_backend("mpi"), BackendKind::mpi);
+  EXPECT_EQ(parse_backend("nccl"), BackendKind::nccl);
+  EXPECT_EQ(backend_name(BackendKind::mpi), "mpi");
+  try {
+    parse_backend("gloo");
+    ADD_FAILURE() << "gloo accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("unknown backend 'gloo'"));
+    EXPECT_THAT(std::string(e.what()), HasSubstr("local, mpi or nccl"));
+  }
+}
+
+}  // namespace
+}  // namespace meshtrain
