@@ -1,0 +1,56 @@
+// GPT-2 as a meshtrain Model: stage 0 is the embedding, stages 1..L the blocks, stage L + 1 the
+// head (ln_f, tied LM head, cross-entropy). Parameter names and shapes are Hugging Face's
+// (wte.weight, h.{i}.attn.c_attn.weight [d, 3d], ...), so checkpoints load without mapping.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "core/device.h"
+#include "models/block_stage.h"
+#include "models/embedding_stage.h"
+#include "models/gpt2_config.h"
+#include "models/head_stage.h"
+#include "parallel/model.h"
+
+namespace meshtrain {
+
+struct GPT2Options {
+  Device device = Device::cpu();
+  uint64_t seed = 1337;
+  // false: create the parameters without tensors, for a strategy that allocates (for example
+  // only its shards) and fills them with gpt2_init_values itself.
+  bool materialize = true;
+};
+
+class GPT2 : public Model {
+ public:
+  // Validates the config; when materializing, allocates each value (MemoryCategory::param) and
+  // zeroed gradient (MemoryCategory::grad) on the device and initialises from the seed.
+  explicit GPT2(const GPT2Config& config, const GPT2Options& options = {});
+
+  const GPT2Config& config() const { return config_; }
+  std::vector<Parameter*> parameters() override;  // wte, wpe, h.0.*, ..., ln_f.*
+  std::vector<Stage*> stages() override;
+  // "root" = {embedding, head} (they share wte), then "h.0" ... "h.{L-1}".
+  std::vector<UnitSpec> default_units() override;
+
+  // InvalidArgument for an unknown name.
+  Parameter& parameter(std::string_view name);
+  HeadStage& head() { return *head_; }
+  // Overwrites every parameter's value with its initial value under the seed.
+  void init(uint64_t seed);
+
+ private:
+  Parameter* add_parameter(std::string name, Shape shape);
+
+  GPT2Config config_;
+  Device device_;
+  std::vector<std::unique_ptr<Parameter>> params_;
+  std::unique_ptr<EmbeddingStage> embedding_;
+  std::vector<std::unique_ptr<BlockStage>> blocks_;
+  std::unique_ptr<HeadStage> head_;
+};
+
+}  // namespace meshtrain

@@ -1,0 +1,32 @@
+// Counter-based random numbers written out in full, so that initial weights and samples are the
+// same on every platform and standard library, and any slice of a tensor can be generated alone
+// (a sharded rank initialises just its shard and gets exactly the single-rank values).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace meshtrain {
+
+// SplitMix64's finaliser: a bijective mix of 64 bits.
+uint64_t mix64(uint64_t x);
+// 64-bit FNV-1a of a name: the stream of a parameter.
+uint64_t name_hash(std::string_view name);
+
+// Fills out[0..count) with elements first..first+count-1 of the standard normal sequence of
+// (seed, stream), scaled by stddev. Element i comes from Box-Muller over pair i / 2.
+void fill_normal(float* out, int64_t count, uint64_t seed, uint64_t stream, int64_t first,
+                 float stddev);
+
+// A sequential generator (SplitMix64) for sampling.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next_u64();
+  double uniform();  // in [0, 1)
+
+ private:
+  uint64_t state_;
+};
+
+}  // namespace meshtrain

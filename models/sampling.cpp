@@ -1,0 +1,71 @@
+#include "models/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "models/rng.h"
+
+namespace meshtrain {
+
+namespace {
+// Logits of the token after tokens[begin..end).
+std::vector<float> next_logits(GPT2& model, const std::vector<int32_t>& tokens, size_t begin) {
+  const auto length = static_cast<int64_t>(tokens.size() - begin);
+  MicroBatch mb;
+  mb.tokens =
+      Tensor::from_vector(std::vector<int32_t>(tokens.begin() + begin, tokens.end()), {1, length});
+  const std::vector<Stage*> stages = model.stages();
+  for (size_t i = 0; i + 1 < stages.size(); ++i) stages[i]->forward(mb, static_cast<int>(i));
+  const int64_t dim = model.config().dim;
+  return model.head().logits(mb.hidden.view((length - 1) * dim, {1, dim})).to_vector();
+}
+
+int32_t pick(const std::vector<float>& logits, float temperature, Rng& rng) {
+  const auto top = std::max_element(logits.begin(), logits.end());
+  if (temperature == 0.0f) return static_cast<int32_t>(top - logits.begin());
+  std::vector<double> weights(logits.size());
+  double total = 0.0;
+  for (size_t i = 0; i < logits.size(); ++i)
+    total += weights[i] = std::exp((logits[i] - *top) / static_cast<double>(temperature));
+  double u = rng.uniform() * total;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (u < weights[i]) return static_cast<int32_t>(i);
+    u -= weights[i];
+  }
+  return static_cast<int32_t>(top - logits.begin());  // rounding left u past the end
+}
+}  // namespace
+
+std::vector<int32_t> generate(GPT2& model, std::vector<int32_t> prompt,
+                              const SampleOptions& options) {
+  const GPT2Config& config = model.config();
+  MT_CHECK(!prompt.empty(), "generate: the prompt must hold at least one token");
+  MT_CHECK(options.count >= 0, "generate: count must be >= 0, got ", options.count);
+  MT_CHECK(options.temperature >= 0.0f && std::isfinite(options.temperature),
+           "generate: temperature must be finite and >= 0 (0 = greedy), got ", options.temperature);
+  for (int32_t id : prompt)
+    MT_CHECK(id >= 0 && id < config.vocab, "generate: prompt token ", id,
+             " outside the vocabulary [0, ", config.vocab, ")");
+  MemoryCategoryScope scope(MemoryCategory::activation);
+  Rng rng(options.seed);
+  for (int64_t n = 0; n < options.count; ++n) {
+    const size_t begin =
+        prompt.size() > static_cast<size_t>(config.ctx) ? prompt.size() - config.ctx : 0;
+    prompt.push_back(pick(next_logits(model, prompt, begin), options.temperature, rng));
+  }
+  return prompt;
+}
+
+std::string sample_text(GPT2& model, std::string_view prompt, const SampleOptions& options) {
+  MT_CHECK_EQ(model.config().vocab, 256, "sample_text: needs a byte-level model (vocab 256)");
+  std::vector<int32_t> ids;
+  for (unsigned char c : prompt.empty() ? std::string_view("\n") : prompt) ids.push_back(c);
+  const size_t prompt_length = ids.size();
+  const std::vector<int32_t> all = generate(model, std::move(ids), options);
+  std::string text;
+  for (size_t i = prompt_length; i < all.size(); ++i) text.push_back(static_cast<char>(all[i]));
+  return text;
+}
+
+}  // namespace meshtrain
