@@ -9,7 +9,8 @@
 namespace meshtrain {
 
 void* device_alloc(Device device, size_t bytes);
-void device_free(Device device, void* ptr);
+// bytes: as passed to device_alloc.
+void device_free(Device device, void* ptr, size_t bytes);
 void device_memset_zero(Device device, void* ptr, size_t bytes);
 // Copies between any two devices (host<->device, device<->device, host<->host).
 void device_memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);

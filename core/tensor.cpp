@@ -36,7 +36,7 @@ Storage::Storage(size_t bytes, Device device)
 }
 
 Storage::~Storage() {
-  device_free(device_, data_);
+  device_free(device_, data_, bytes_);
   if (tracker_) tracker_->on_free(device_, category_, bytes_);
 }
 

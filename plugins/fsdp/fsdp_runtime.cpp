@@ -28,13 +28,14 @@ void FsdpRuntime::prefetch_after(int unit, const std::vector<int>& order) {
   max_in_flight_seen_ = std::max(max_in_flight_seen_, in_flight());
 }
 
-void FsdpRuntime::finish_reductions() {
-  for (const auto& u : units_) u->finish_reduction();
+void FsdpRuntime::finish_reductions(bool wait_for_replicas) {
+  for (const auto& u : units_) u->finish_reduction(wait_for_replicas);
 }
 
 void FsdpRuntime::begin_micro_batch(int index, int count) {
   micro_batch_ = index;
   micro_batches_ = count;
+  finish_reductions(true);  // a micro-batch's reductions end before the next one's begin
 }
 
 void FsdpRuntime::pre_forward(int unit) {
@@ -61,16 +62,16 @@ void FsdpRuntime::pre_backward(int unit) {
 void FsdpRuntime::post_backward(int unit) {
   FsdpUnit& u = *units_[unit];
   u.set_phase(TrainingPhase::post_backward);
-  // The previous unit's reduction had this unit's backward to complete; finishing it first keeps
-  // one reduction's staging alive at a time.
-  finish_reductions();
+  // The previous unit's reduce-scatter had this unit's backward to complete; finishing it first
+  // keeps one staging buffer alive at a time.
+  finish_reductions(false);
   // Free the full parameters before the gradients are packed for reduction.
   u.reshard(ShardState::sharded);
   u.reduce_grads(micro_batch_ == micro_batches_ - 1);
   u.set_phase(TrainingPhase::idle);
 }
 
-void FsdpRuntime::finish_backward() { finish_reductions(); }
+void FsdpRuntime::finish_backward() { finish_reductions(true); }
 
 std::vector<OptimizerSlot> FsdpTrainableState::optimizer_slots() {
   std::vector<OptimizerSlot> slots;

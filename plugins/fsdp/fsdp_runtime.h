@@ -34,7 +34,7 @@ class FsdpRuntime : public StepHooks {
   // flight; units that need no gather are skipped.
   void prefetch_after(int unit, const std::vector<int>& order);
   int in_flight() const;
-  void finish_reductions();
+  void finish_reductions(bool wait_for_replicas);
 
   std::vector<int> forward_order_;
   std::vector<int> backward_order_;

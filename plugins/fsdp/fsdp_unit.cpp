@@ -33,6 +33,9 @@ void copy_elements(const Tensor& dst, int64_t dst_offset, const Tensor& src, int
                    int64_t n) {
   if (n > 0) ops::cast(dst.view(dst_offset, {n}), src.view(src_offset, {n}));
 }
+void zero_elements(const Tensor& dst, int64_t offset, int64_t n) {
+  if (n > 0) dst.view(offset, {n}).zero_();
+}
 }  // namespace
 
 FsdpUnit::FsdpUnit(std::string name, const std::vector<Parameter*>& params,
@@ -169,15 +172,16 @@ void FsdpUnit::reduce_grads(bool last_micro_batch) {
   MemoryCategoryScope scope(MemoryCategory::comm);
   const int64_t segment = layout_.grad_shard_numel;
   Reduction red;
-  red.staging = Tensor::zeros({shard_size() * segment}, config_.reduce_dtype, master_.device());
+  red.staging = Tensor::empty({shard_size() * segment}, config_.reduce_dtype, master_.device());
   for (size_t i = 0; i < layout_.params.size(); ++i) {
     const ParamShard& s = layout_.params[i];
     if (s.grad_offset < 0) continue;
     const Tensor flat = full_grads_[i].flatten();
     for (int r = 0; r < shard_size(); ++r) {
       const ShardRange rows = s.rows_of(r, shard_size());
-      copy_elements(red.staging, r * segment + s.grad_offset, flat, rows.offset * s.row_numel,
-                    rows.size * s.row_numel);
+      const int64_t at = r * segment + s.grad_offset, n = rows.size * s.row_numel;
+      copy_elements(red.staging, at, flat, rows.offset * s.row_numel, n);
+      zero_elements(red.staging, at + n, s.shard_numel() - n);  // padding reduces to zero
     }
     full_grads_[i] = Tensor();  // the unit has resharded: this was the last handle
   }
@@ -190,16 +194,25 @@ void FsdpUnit::reduce_grads(bool last_micro_batch) {
   reduction_ = std::move(red);
 }
 
-void FsdpUnit::finish_reduction() {
-  if (replicate_reduce_) {
+void FsdpUnit::finish_reduction(bool wait_for_replicas) {
+  if (replicate_reduce_ && wait_for_replicas) {
     wait(replicate_reduce_);
     replicate_reduce_.reset();
   }
   if (!reduction_) return;
-  Reduction red = std::move(*reduction_);
-  reduction_.reset();
-  if (red.scatter) wait(red.scatter);
-  if (config_.groups.replicate) wait(config_.groups.replicate->all_reduce(red.output, ReduceOp::sum));
+  Reduction& red = *reduction_;
+  if (red.scatter) {
+    wait(red.scatter);
+    red.scatter.reset();
+    red.staging = Tensor();
+  }
+  // Replicas sum the reduced shard: small, so it may run beside the rest of the backward.
+  if (config_.groups.replicate && !red.replicate)
+    red.replicate = config_.groups.replicate->all_reduce(red.output, ReduceOp::sum);
+  if (red.replicate) {
+    if (!wait_for_replicas) return;
+    wait(red.replicate);
+  }
   if (red.output.dtype() == DType::f32) {
     ops::axpy(grad_shard_, 1.f, red.output);
   } else {
@@ -208,6 +221,7 @@ void FsdpUnit::finish_reduction() {
     ops::cast(widened, red.output);
     ops::axpy(grad_shard_, 1.f, widened);
   }
+  reduction_.reset();
 }
 
 std::vector<OptimizerSlot> FsdpUnit::optimizer_slots() {

@@ -74,9 +74,11 @@ class FsdpUnit {
   // gradient as it is packed), or keep them unsharded until `last_micro_batch` under
   // GradSync::last_micro_batch.
   void reduce_grads(bool last_micro_batch);
-  bool reduction_pending() const { return reduction_.has_value(); }
-  // Waits for the pending reduction and adds it into the gradient shard.
-  void finish_reduction();
+  bool reduction_pending() const { return reduction_.has_value() || replicate_reduce_ != nullptr; }
+  // Waits for the pending reduce-scatter and adds the result into the gradient shard. Across
+  // replicas the reduced shard is then all-reduced: without `wait_for_replicas` that all-reduce
+  // is only started, and a later call finishes it.
+  void finish_reduction(bool wait_for_replicas);
 
   std::vector<OptimizerSlot> optimizer_slots();
   double local_grad_norm_squared() const;
@@ -95,6 +97,7 @@ class FsdpUnit {
     Tensor staging;
     Tensor output;
     WorkPtr scatter;
+    WorkPtr replicate;
   };
 
   int shard_size() const { return layout_.world; }

@@ -68,16 +68,19 @@ WorkPtr LocalCommunicator::collective(const OpSignature& signature, Tensor in, T
   const WaitContext ctx = context(signature.op, next_collective_++);
   ++in_flight_;
   progress_.post([this, work, ctx, signature, in = std::move(in), out = std::move(out), stage_in,
-                  move] {
+                  move]() mutable {
     try {
       // Staged here, in op order, so the copy sees what earlier queued ops wrote.
       Post post{stage_in ? in.clone() : in, out};
       std::shared_ptr<Slot> slot = group_->arrive(ctx, signature, std::move(post));
       move(*this, ctx, *slot);
       if (slot->phase_done.size() > 1) group_->sync(ctx, *slot);
-      // Past the last phase nobody reads my buffers: free any staging before the op completes.
+      // Past the last phase nobody reads my buffers: drop every handle (and free any staging)
+      // before the op completes, so a waiter that frees its buffers really frees them.
       slot->posts[ctx.rank] = Post{};
       slot.reset();
+      in = Tensor();
+      out = Tensor();
       --in_flight_;
       work->complete();
     } catch (...) {
