@@ -6,7 +6,7 @@
 
 #include "core/comm/local/spawn_ranks.h"
 #include "core/error.h"
-#include "tests/mesh/error_message.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "tests/mesh/error_message.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain {
 namespace {

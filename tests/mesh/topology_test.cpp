@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "mesh/mesh_mapping.h"
-#include "tests/mesh/error_message.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain {
 namespace {

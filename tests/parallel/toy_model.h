@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "parallel/model.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain::testing {
 
@@ -79,16 +80,6 @@ inline ToyModel gpt2_like(int blocks, Trace* trace = nullptr) {
   std::vector<UnitSpec> units{{"root", {0, blocks + 1}}};
   for (int b = 1; b <= blocks; ++b) units.push_back({"block" + std::to_string(b - 1), {b}});
   return ToyModel(blocks + 2, stage_params, units, trace);
-}
-
-template <typename Exception = std::exception, typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Exception& e) {
-    return e.what();
-  }
-  return "<no exception>";
 }
 
 }  // namespace meshtrain::testing
