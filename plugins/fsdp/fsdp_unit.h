@@ -102,7 +102,6 @@ class FsdpUnit {
 
   int shard_size() const { return layout_.world; }
   int shard_rank() const { return config_.groups.shard ? config_.groups.shard->rank() : 0; }
-  bool views_mode() const { return views_mode_; }
   void wait(const WorkPtr& work);
   void install_views();
   std::string unavailable_reason() const;
