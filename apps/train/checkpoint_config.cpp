@@ -1,5 +1,6 @@
 #include "apps/train/checkpoint_config.h"
 
+#include <charconv>
 #include <set>
 
 #include "core/error.h"
@@ -24,13 +25,24 @@ GPT2Config gpt2_config_from_checkpoint(const std::string& path, int64_t heads) {
       config.ctx = e.shape[0];
       have_wpe = true;
     } else if (name->rfind("h.", 0) == 0) {
-      blocks.insert(std::stoll(name->substr(2, name->find('.', 2) - 2)));
+      const char* begin = name->data() + 2;
+      const char* end = name->data() + name->size();
+      int64_t block = -1;
+      const auto [ptr, ec] = std::from_chars(begin, end, block);
+      if (ec != std::errc() || ptr == end || *ptr != '.' || block < 0)
+        throw InvalidArgument(detail::concat("'", path, "': key '", e.name,
+                                             "' is not h.<block>.<name>"));
+      blocks.insert(block);
     }
   }
   if (!have_wte || !have_wpe)
     throw InvalidArgument(detail::concat("'", path, "' has no 2-D ", have_wte ? "wpe" : "wte",
                                          ".weight; is it a GPT-2 checkpoint?"));
   config.layers = static_cast<int64_t>(blocks.size());
+  if (!blocks.empty() && *blocks.rbegin() != config.layers - 1)
+    throw InvalidArgument(detail::concat("'", path, "' has blocks up to h.", *blocks.rbegin(),
+                                         " but only ", config.layers, " of them; expected h.0 to h.",
+                                         config.layers - 1));
   config.heads = heads;
   config.validate();
   return config;

@@ -52,10 +52,10 @@ std::vector<StepMetrics> run_training(const TrainConfig& config, std::ostream& o
     }
     case BackendKind::mpi: {
 #if MESHTRAIN_HAS_MPI
+      MemoryTracker memory;  // outlives the communicator and every tensor it may hold
+      MemoryScope scope(&memory);
       std::unique_ptr<Communicator> world = mpi_world();
       MT_CHECK_EQ(world->size(), config.world, "--world must match the number of mpirun processes");
-      MemoryTracker memory;
-      MemoryScope scope(&memory);
       std::optional<TrainReporter> reporter;
       if (world->rank() == 0) reporter.emplace(config, out, interactive);
       auto steps = train_rank(config, *world, memory, reporter ? &*reporter : nullptr);

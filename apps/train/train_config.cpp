@@ -1,5 +1,7 @@
 #include "apps/train/train_config.h"
 
+#include <filesystem>
+
 #include "core/error.h"
 
 namespace meshtrain {
@@ -21,6 +23,17 @@ std::string_view backend_name(BackendKind kind) {
   return "unknown";
 }
 
+namespace {
+// An output file is written at the end of a run (or by rank 0 only): check its folder up front, so
+// a typo fails before training rather than after it.
+void check_output_path(const std::string& path, const char* flag) {
+  if (path.empty()) return;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  MT_CHECK(parent.empty() || std::filesystem::is_directory(parent), flag, ": the folder '",
+           parent.string(), "' does not exist");
+}
+}  // namespace
+
 MeshLayout TrainConfig::effective_mesh() const {
   if (mesh.ndim() > 0) return mesh;
   return MeshLayout({{"dp_shard", world}});
@@ -38,6 +51,8 @@ void TrainConfig::validate() const {
   MT_CHECK_GE(weight_decay, 0.f, "--wd must not be negative");
   MT_CHECK_GE(clip, 0.f, "--clip must not be negative");
   MT_CHECK_GE(world, 1, "--world must be at least 1");
+  check_output_path(save_path, "--save");
+  check_output_path(metrics_path, "--metrics");
   const MeshLayout layout = effective_mesh();
   layout.check_world_size(world);
   int64_t dp = 1;

@@ -12,9 +12,7 @@ FsdpRuntime::FsdpRuntime(const UnitPlan& plan, std::vector<std::unique_ptr<FsdpU
       backward_order_(plan.backward_order),
       units_(std::move(units)),
       groups_(groups),
-      prefetch_(prefetch) {
-  MT_CHECK_GE(prefetch, 0, "FSDP prefetch (all-gathers in flight) must be at least 0");
-}
+      prefetch_(prefetch) {}
 
 int FsdpRuntime::in_flight() const {
   return static_cast<int>(std::count_if(units_.begin(), units_.end(),
@@ -23,6 +21,7 @@ int FsdpRuntime::in_flight() const {
 
 void FsdpRuntime::prefetch_after(int unit, const std::vector<int>& order) {
   auto it = std::find(order.begin(), order.end(), unit);
+  MT_CHECK(it != order.end(), "FSDP unit ", unit, " is missing from the prefetch order");
   for (++it; it != order.end() && in_flight() < prefetch_; ++it)
     if (units_[*it]->needs_gather()) units_[*it]->begin_unshard();
   max_in_flight_seen_ = std::max(max_in_flight_seen_, in_flight());
@@ -38,10 +37,16 @@ void FsdpRuntime::begin_micro_batch(int index, int count) {
   finish_reductions(true);  // a micro-batch's reductions end before the next one's begin
 }
 
+void FsdpRuntime::unshard(FsdpUnit& u) {
+  // An all-gather started on demand (nothing prefetched it) is in flight too.
+  if (u.needs_gather()) max_in_flight_seen_ = std::max(max_in_flight_seen_, in_flight() + 1);
+  u.unshard();
+}
+
 void FsdpRuntime::pre_forward(int unit) {
   FsdpUnit& u = *units_[unit];
   u.set_phase(TrainingPhase::forward);
-  u.unshard();
+  unshard(u);
   prefetch_after(unit, forward_order_);
 }
 
@@ -54,7 +59,7 @@ void FsdpRuntime::post_forward(int unit) {
 void FsdpRuntime::pre_backward(int unit) {
   FsdpUnit& u = *units_[unit];
   u.set_phase(TrainingPhase::pre_backward);
-  u.unshard();
+  unshard(u);
   prefetch_after(unit, backward_order_);
   u.prepare_grads();
 }
@@ -87,7 +92,10 @@ double FsdpTrainableState::grad_norm_squared() {
   for (const auto& u : runtime_.units()) local += u->local_grad_norm_squared();
   Communicator* shard = runtime_.groups().shard;
   if (!shard) return local;
-  Tensor sum = Tensor::from_vector(std::vector<float>{static_cast<float>(local)}, {1});
+  // Through the device the group moves data on (the host, or the GPU for nccl).
+  const Tensor sum =
+      Tensor::from_vector(std::vector<float>{static_cast<float>(local)}, {1}).to(
+          shard->exchange_device());
   shard->all_reduce(sum, ReduceOp::sum)->wait();
   return sum.to_vector()[0];
 }

@@ -27,6 +27,7 @@ class FsdpRuntime : public StepHooks {
 
   const std::vector<std::unique_ptr<FsdpUnit>>& units() const { return units_; }
   const FsdpGroups& groups() const { return groups_; }
+  // The most all-gathers ever in flight at once (prefetched or started on demand).
   int max_in_flight_seen() const { return max_in_flight_seen_; }
 
  private:
@@ -34,6 +35,7 @@ class FsdpRuntime : public StepHooks {
   // flight; units that need no gather are skipped.
   void prefetch_after(int unit, const std::vector<int>& order);
   int in_flight() const;
+  void unshard(FsdpUnit& u);
   void finish_reductions(bool wait_for_replicas);
 
   std::vector<int> forward_order_;

@@ -119,9 +119,13 @@ void register_fsdp(StrategyRegistry& registry) {
       } else if (key == "grad_sync") {
         options.grad_sync = parse_grad_sync(value);
       } else if (key == "blocks_per_unit") {
-        options.unit_policy = group_units_policy(parse_count(key, value));
+        const int blocks = parse_count(key, value);
+        MT_CHECK_GE(blocks, 1, "fsdp option blocks_per_unit must be at least 1");
+        options.unit_policy = group_units_policy(blocks);
       } else if (key == "reshard_root") {
-        options.reshard_root_after_forward = value == "true" || value == "1";
+        MT_CHECK(value == "true" || value == "false", "fsdp option reshard_root expects true or "
+                 "false, got '", value, "'");
+        options.reshard_root_after_forward = value == "true";
       } else {
         throw InvalidArgument(detail::concat(
             "unknown fsdp option '", key,

@@ -83,8 +83,8 @@ void FsdpUnit::install_views() {
 }
 
 std::string FsdpUnit::unavailable_reason() const {
-  return detail::concat("its FSDP unit '", name_, "' is ", shard_state_name(state_), " (phase ",
-                        training_phase_name(phase_), ")");
+  return detail::concat("its FSDP unit '", name_, "' is ", shard_state_name(state_),
+                        " (resharded in phase ", training_phase_name(phase_), ")");
 }
 
 void FsdpUnit::wait(const WorkPtr& work) {
@@ -100,7 +100,7 @@ void FsdpUnit::begin_unshard() {
   MemoryCategoryScope scope(MemoryCategory::comm);
   Gather g;
   if (config_.param_dtype == DType::f32) {
-    g.input = master_;
+    g.input = master_;  // safe: every gather completes before the optimizer writes the master
   } else {
     g.input = Tensor::empty({layout_.shard_numel}, config_.param_dtype, master_.device());
     ops::cast(g.input, master_);
@@ -121,21 +121,34 @@ void FsdpUnit::unshard() {
   Gather g = std::move(*gather_);
   gather_.reset();
   if (g.work) wait(g.work);
-  MemoryCategoryScope scope(MemoryCategory::unsharded_param);
-  const int64_t segment = layout_.shard_numel;
   for (const ParamShard& s : layout_.params) {
-    Parameter& p = *s.param;
-    Tensor full = Tensor::empty(p.shape(), p.dtype(), master_.device());
-    const Tensor flat = full.flatten();
-    for (int r = 0; r < shard_size(); ++r) {
-      const ShardRange rows = s.rows_of(r, shard_size());
-      copy_elements(flat, rows.offset * s.row_numel, g.output, r * segment + s.offset,
-                    rows.size * s.row_numel);
-    }
-    p.set_value(std::move(full));
-    p.make_available();
+    s.param->set_value(assemble(g.output, s, s.param->dtype()));
+    s.param->make_available();
   }
   state_ = ShardState::unsharded;
+}
+
+Tensor FsdpUnit::assemble(const Tensor& gathered, const ParamShard& s, DType dtype) const {
+  MemoryCategoryScope scope(MemoryCategory::unsharded_param);
+  Tensor full = Tensor::empty(s.param->shape(), dtype, master_.device());
+  const Tensor flat = full.flatten();
+  for (int r = 0; r < shard_size(); ++r) {
+    const ShardRange rows = s.rows_of(r, shard_size());
+    copy_elements(flat, rows.offset * s.row_numel, gathered, r * layout_.shard_numel + s.offset,
+                  rows.size * s.row_numel);
+  }
+  return full;
+}
+
+void FsdpUnit::for_each_full_param(
+    const std::function<void(const Parameter&, const Tensor&)>& fn) {
+  Tensor gathered = master_;
+  if (shard_size() > 1) {
+    MemoryCategoryScope scope(MemoryCategory::comm);
+    gathered = Tensor::empty({shard_size() * layout_.shard_numel}, DType::f32, master_.device());
+    wait(config_.groups.shard->all_gather_into(gathered, master_));
+  }
+  for (const ParamShard& s : layout_.params) fn(*s.param, assemble(gathered, s, DType::f32));
 }
 
 void FsdpUnit::reshard(ShardState to) {
@@ -153,7 +166,11 @@ void FsdpUnit::prepare_grads() {
   MemoryCategoryScope scope(MemoryCategory::unsharded_grad);
   for (size_t i = 0; i < layout_.params.size(); ++i) {
     Parameter& p = *layout_.params[i].param;
-    if (!p.requires_grad()) continue;
+    const bool trainable = layout_.params[i].grad_offset >= 0;
+    MT_CHECK_EQ(p.requires_grad(), trainable, "parameter '", p.name(),
+                "' changed requires_grad after FSDP sharded it; freeze parameters before applying "
+                "the plan");
+    if (!trainable) continue;
     if (!full_grads_[i].defined())
       full_grads_[i] = Tensor::zeros(p.shape(), p.dtype(), master_.device());
     p.set_grad(full_grads_[i]);

@@ -12,6 +12,7 @@
 // all-reduced in place once per step.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,9 +84,9 @@ class FsdpUnit {
   std::vector<OptimizerSlot> optimizer_slots();
   double local_grad_norm_squared() const;
   void zero_grad();
-  // Calls fn(parameter, full value) for every parameter, gathering when sharded (collective).
-  template <typename Fn>
-  void for_each_full_param(Fn&& fn);
+  // Collective: calls fn(parameter, full fp32 value) for every parameter, gathered from the fp32
+  // master shards whatever the compute dtype; the unit's state is left as it is.
+  void for_each_full_param(const std::function<void(const Parameter&, const Tensor&)>& fn);
 
  private:
   struct Gather {
@@ -104,6 +105,8 @@ class FsdpUnit {
   int shard_rank() const { return config_.groups.shard ? config_.groups.shard->rank() : 0; }
   void wait(const WorkPtr& work);
   void install_views();
+  // The full value of one parameter from all-gathered flat shards (W segments), as `dtype`.
+  Tensor assemble(const Tensor& gathered, const ParamShard& s, DType dtype) const;
   std::string unavailable_reason() const;
 
   std::string name_;
@@ -121,12 +124,5 @@ class FsdpUnit {
   WorkPtr replicate_reduce_;  // views mode: the in-place all-reduce of the gradient shard
 };
 
-template <typename Fn>
-void FsdpUnit::for_each_full_param(Fn&& fn) {
-  const ShardState before = state_;
-  if (before != ShardState::unsharded) unshard();
-  for (const ParamShard& s : layout_.params) fn(*s.param, s.param->value());
-  if (before != ShardState::unsharded) reshard(before);
-}
 
 }  // namespace meshtrain

@@ -83,7 +83,8 @@ TEST_P(FsdpUnshardedPeak, StaysWithinTheRootAndOneBlock) {
   EXPECT_LE(s[MemoryCategory::unsharded_param].peak, unit_bytes);
   EXPECT_LE(s[MemoryCategory::unsharded_grad].peak, unit_bytes);
   EXPECT_GT(s[MemoryCategory::unsharded_param].peak, 4u * root_numel(model)) << "a block was gathered";
-  EXPECT_EQ(in_flight, prefetch) << "the prefetch limit is reached and never exceeded";
+  // The limit is reached and never exceeded; without prefetching one gather runs on demand.
+  EXPECT_EQ(in_flight, std::max(prefetch, 1));
   // In-flight all-gather outputs (padded, whole world) stay within the limit of the largest unit,
   // plus the one being copied out, one reduce-scatter input and its output shard.
   const uint64_t gathered_unit = 4 * std::max(root_numel(model), block_numel(model));

@@ -190,5 +190,20 @@ TEST(FsdpState, ExportHoldsOneUnitUnshardedAtATime) {
   });
 }
 
+TEST(FsdpState, ExportReadsTheFp32MasterWhateverTheComputeDtype) {
+  FsdpOptions options;
+  options.param_dtype = DType::bf16;
+  GPT2 reference(kModel);  // read-only from every rank
+  with_fsdp(2, options, [&](GPT2&, FsdpStrategy& fsdp, ParallelModel& pm) {
+    MicroBatch mb = batch_of(2, 2);
+    pm.engine->begin_micro_batch(0, 1);
+    pm.engine->forward(mb);  // the root now holds bf16-rounded values for compute
+    fsdp.for_each_full_param([&](const Parameter& p, const Tensor& v) {
+      EXPECT_EQ(v.dtype(), DType::f32);
+      EXPECT_EQ(v.to_vector(), reference.parameter(p.name()).value().to_vector()) << p.name();
+    });
+  });
+}
+
 }  // namespace
 }  // namespace meshtrain::testing
