@@ -15,33 +15,10 @@
 #include <gtest/gtest.h>
 
 #include "models/token_file.h"
+#include "tests/support/scratch_dir.h"
 
 namespace meshtrain::testing {
 
-// A fresh directory named after the running test and the process; removed by the destructor.
-class ScratchDir {
- public:
-  ScratchDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = "meshtrain_apps_" + std::to_string(::getpid());
-    if (info) name += std::string("_") + info->test_suite_name() + "_" + info->name();
-    for (char& c : name)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
-    path_ = std::filesystem::temp_directory_path() / name;
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);

@@ -1,5 +1,7 @@
 #include "tests/fsdp/fsdp_runs.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 
@@ -12,11 +14,25 @@
 
 namespace meshtrain::testing {
 
+namespace {
+// The token files of this test process, in a folder of its own (ctest runs test processes side by
+// side), removed at exit.
+struct ProcessTokenDir {
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("meshtrain_fsdp_tests_" + std::to_string(::getpid()));
+  ProcessTokenDir() { std::filesystem::create_directories(path); }
+  ~ProcessTokenDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+}  // namespace
+
 std::string synthetic_token_file(int64_t vocab, int64_t count) {
-  const auto dir = std::filesystem::temp_directory_path() / "meshtrain_fsdp_tests";
-  std::filesystem::create_directories(dir);
+  static const ProcessTokenDir dir;
   const std::string path =
-      (dir / ("tokens_" + std::to_string(vocab) + "_" + std::to_string(count) + ".bin")).string();
+      (dir.path / ("tokens_" + std::to_string(vocab) + "_" + std::to_string(count) + ".bin")).string();
+  if (std::filesystem::exists(path)) return path;
   std::vector<uint16_t> tokens(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i)  // a slow ramp with a repeating motif: learnable
     tokens[i] = static_cast<uint16_t>((i / 3 + (i % 5) * 7) % vocab);

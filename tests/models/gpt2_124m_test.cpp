@@ -10,7 +10,7 @@
 #include "models/gpt2.h"
 #include "models/single_rank.h"
 #include "models/token_batches.h"
-#include "tests/models/test_files.h"
+#include "tests/support/scratch_dir.h"
 
 namespace meshtrain {
 namespace {

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "models/checkpoint.h"
 #include "models/gpt2.h"
-#include "tests/models/test_files.h"
+#include "tests/support/scratch_dir.h"
 
 namespace meshtrain {
 namespace {

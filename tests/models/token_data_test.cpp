@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "models/token_batches.h"
 #include "models/token_file.h"
-#include "tests/models/test_files.h"
+#include "tests/support/scratch_dir.h"
 
 namespace meshtrain {
 namespace {

@@ -1,0 +1,39 @@
+// A fresh directory named after the running test and the process (ctest runs tests in parallel
+// processes), removed by the destructor.
+#pragma once
+
+#include <unistd.h>
+
+#include <cctype>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace meshtrain::testing {
+
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = "meshtrain_" + std::to_string(::getpid());
+    if (info) name += std::string("_") + info->test_suite_name() + "_" + info->name();
+    for (char& c : name)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+    path_ = std::filesystem::temp_directory_path() / name;
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace meshtrain::testing
