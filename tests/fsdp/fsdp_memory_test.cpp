@@ -11,10 +11,14 @@
 namespace meshtrain::testing {
 namespace {
 
-// Elements of GPT-2's root unit and of one block.
-int64_t root_numel(const GPT2Config& c) { return (c.vocab + c.ctx + 2) * c.dim; }
-int64_t block_numel(const GPT2Config& c) { return 12 * c.dim * c.dim + 13 * c.dim; }
-int64_t model_numel(const GPT2Config& c) { return root_numel(c) + c.layers * block_numel(c); }
+// Elements of GPT-2's root unit, of one block and of the whole model.
+int64_t root_numel(const GPT2Config& c) { return gpt2_units(c, 1)[0].full; }
+int64_t block_numel(const GPT2Config& c) { return gpt2_units(c, 1)[1].full; }
+int64_t model_numel(const GPT2Config& c) {
+  int64_t total = 0;
+  for (const UnitSizes& u : gpt2_units(c, 1)) total += u.full;
+  return total;
+}
 
 MemoryStats stats_after_steps(const TrainConfig& config, int steps, int rank,
                               const std::function<void(Trainer&)>& inspect = {}) {
@@ -52,13 +56,8 @@ TEST(FsdpMemory, PaddingNeverReachesTheOptimizer) {
   TrainConfig c = small_config(model, synthetic_token_file(67, 4096));
   c.world = 3;
   int64_t padded = 0;
-  const auto add = [&](int64_t rows, int64_t row_numel) { padded += (rows + 2) / 3 * row_numel; };
+  for (const UnitSizes& u : gpt2_units(model, 3)) padded += u.padded;
   const int64_t d = model.dim;
-  add(model.vocab, d), add(model.ctx, d), add(d, 1), add(d, 1);
-  for (int i = 0; i < 2; ++i) {
-    add(d, 1), add(d, 1), add(d, 3 * d), add(3 * d, 1), add(d, d), add(d, 1);
-    add(d, 1), add(d, 1), add(d, 4 * d), add(4 * d, 1), add(4 * d, d), add(d, 1);
-  }
   // Rank 2 holds the short trailing shards: 67 rows -> 23, 23, 21; 13 -> 5, 5, 3; 24, 72, 96 even.
   const int64_t rank2 = padded - (23 - 21) * d - (5 - 3) * d;
   const MemoryStats s = stats_after_steps(c, 1, 2);

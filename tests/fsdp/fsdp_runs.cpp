@@ -54,6 +54,27 @@ TrainConfig small_config(const GPT2Config& model, const std::string& data_path) 
   return c;
 }
 
+std::vector<UnitSizes> gpt2_units(const GPT2Config& c, int64_t world) {
+  const auto rows = [&](int64_t r, int64_t row_numel) {
+    return UnitSizes{(r + world - 1) / world * row_numel, r * row_numel};
+  };
+  const auto sum = [](std::initializer_list<UnitSizes> parts) {
+    UnitSizes total{0, 0};
+    for (const UnitSizes& p : parts) {
+      total.padded += p.padded;
+      total.full += p.full;
+    }
+    return total;
+  };
+  const int64_t d = c.dim;
+  std::vector<UnitSizes> units = {sum({rows(c.vocab, d), rows(c.ctx, d), rows(d, 1), rows(d, 1)})};
+  for (int64_t i = 0; i < c.layers; ++i)
+    units.push_back(sum({rows(d, 1), rows(d, 1), rows(d, 3 * d), rows(3 * d, 1), rows(d, d),
+                         rows(d, 1), rows(d, 1), rows(d, 1), rows(d, 4 * d), rows(4 * d, 1),
+                         rows(4 * d, d), rows(d, 1)}));
+  return units;
+}
+
 RunResult run_reference(const TrainConfig& config) {
   GPT2Options options;
   options.seed = config.seed;

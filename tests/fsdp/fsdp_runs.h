@@ -25,6 +25,14 @@ std::string synthetic_token_file(int64_t vocab, int64_t count);
 // A small config on the given token file; the caller sets the layout.
 TrainConfig small_config(const GPT2Config& model, const std::string& data_path);
 
+// GPT-2's FSDP units in closed form: the root (wte, wpe, ln_f), then one per block. Each parameter
+// is sharded on dim 0 into ceil(rows / world) rows per rank, padded.
+struct UnitSizes {
+  int64_t padded;  // elements per rank, padded, over the unit's parameters
+  int64_t full;    // elements of the whole unit
+};
+std::vector<UnitSizes> gpt2_units(const GPT2Config& c, int64_t world);
+
 RunResult run_reference(const TrainConfig& config);
 RunResult run_on_mesh(const TrainConfig& config);
 
