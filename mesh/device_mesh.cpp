@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "mesh/axis_names.h"
 
 namespace meshtrain {
 
@@ -14,11 +15,10 @@ DeviceMesh::DeviceMesh(Communicator& world, MeshLayout layout) {
   for (int r = 0; r < layout_.size(); ++r) world_ranks_.push_back(r);
   // The fixed order of communicator creation that every rank follows.
   for (const auto& axis : layout_.axis_names()) add_communicator(axis, {axis});
-  std::vector<std::string> data_axes;
-  for (const char* axis : {"dp_replicate", "dp_shard"})
-    if (layout_.has_axis(axis)) data_axes.push_back(axis);
-  shared_->flattened["dp"] = data_axes;
-  add_communicator("dp", data_axes);
+  // "dp" numbers its ranks as MeshLayout::span_coordinate does, so layouts over "dp" agree with it.
+  const std::string dp(mesh_axis::dp);
+  shared_->flattened[dp] = layout_.span(dp);
+  add_communicator(dp, shared_->flattened[dp]);
 }
 
 DeviceMesh::DeviceMesh(std::shared_ptr<Shared> shared, MeshLayout layout)

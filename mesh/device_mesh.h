@@ -33,6 +33,9 @@ class DeviceMesh {
   int size() const { return layout_.size(); }
   int rank() const { return rank_; }  // index in this (sub-)mesh; the world rank for the root mesh
   int world_rank() const;
+  // The world communicator the mesh was built over (metrics and mesh-wide sums use it, so that
+  // the strategies' per-axis counters stay exact).
+  Communicator& world() const { return *shared_->world; }
   const std::vector<int>& world_ranks() const { return world_ranks_; }  // of each mesh position
   std::vector<int> coordinates() const { return layout_.coordinates(rank_); }
 

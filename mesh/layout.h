@@ -1,12 +1,18 @@
-// Layout: how one tensor (a parameter, a gradient) is laid out over a mesh: a placement per mesh
-// axis, axes not listed being Replicate.
+// Layout: how one tensor (a parameter, a gradient, an optimizer slot) is laid out over a mesh: a
+// placement per axis, axes not listed being Replicate. An entry's axis is a mesh axis or
+// mesh_axis::dp, the data axes flattened (see MeshLayout::span); each mesh axis is placed at most
+// once, so "dp" and dp_replicate or dp_shard do not appear together.
 //
-// Shard order: sharding is applied in the order the layout lists its axes, each axis splitting the
-// piece the previous ones left. Strategies append their axis when they apply (PP, then TP, then
-// FSDP, as in torchtitan), so Layout({{"tp", Shard(0)}, {"dp_shard", Shard(0)}}) first splits dim 0
-// over tp and then splits each tp piece over dp_shard: FSDP shards the TP-local piece. With that
-// order the piece a rank holds is always one box of the global tensor, which local_slice() names,
-// so a checkpoint knows exactly which global slice every rank holds.
+// Shard order: entries apply in the order listed, each splitting the local tensor the previous ones
+// left. Strategies append their axis when they apply (PP, then TP, then FSDP, as in torchtitan), so
+// Layout({{"tp", Shard(1, 3)}, {"dp_shard", Shard(0)}}) first gives each tp rank its columns of q,
+// k and v of GPT-2's packed c_attn [d, 3d], then splits the rows of that [d, 3d / tp] piece over
+// dp_shard: FSDP shards the TP-local piece.
+//
+// Pieces: with plain Shard(dim) entries a rank's local tensor is one box of the global tensor; a
+// blocked Shard(dim, blocks) makes it several boxes side by side. local_pieces() lists them with
+// where each sits in the global and in the local tensor, so export, checkpoints and copies
+// (layout_copy.h) know exactly which global slices every rank holds.
 #pragma once
 
 #include <string>
@@ -32,20 +38,36 @@ struct TensorSlice {
   bool operator==(const TensorSlice&) const = default;
 };
 
+// One box of a rank's local tensor: where it sits in the global tensor, and where in the local one.
+struct LocalPiece {
+  TensorSlice global;
+  Shape local_offset;
+  bool operator==(const LocalPiece&) const = default;
+};
+
 class Layout {
  public:
   Layout() = default;  // replicated on every axis
-  explicit Layout(std::vector<AxisPlacement> entries);  // axes must be distinct
+  explicit Layout(std::vector<AxisPlacement> entries);  // axes must not overlap
 
   const std::vector<AxisPlacement>& entries() const { return entries_; }
-  Placement placement(std::string_view axis) const;  // Replicate when the axis is not listed
-  // This layout with one more axis applied last (the axis must not be listed yet).
+  // The placement of the entry that covers `axis` (a mesh axis is covered by "dp" too); Replicate
+  // when none does.
+  Placement placement(std::string_view axis) const;
+  // True when some entry shards the tensor over `axis` (a mesh axis), directly or through "dp".
+  // Needs no mesh: a "dp" shard counts for both data axes, present or not.
+  bool shards_axis(std::string_view axis) const { return placement(axis).is_shard(); }
+  // This layout with one more axis applied last (the axis must not overlap a listed one).
   Layout then(std::string axis, Placement placement) const;
 
-  // The box of `global` held by `rank` of `mesh`. Partial axes do not change the box.
-  TensorSlice local_slice(const Shape& global, const MeshLayout& mesh, int rank) const;
+  // The boxes of `global` that `rank` of `mesh` holds, in local order (row-major by local offset);
+  // they tile local_shape() exactly. Empty boxes are left out, so an empty piece has none. Partial
+  // and Replicate entries do not change the pieces. Throws InvalidArgument for an axis the mesh
+  // lacks, a dim out of range, or a blocked dim whose extent does not divide into its blocks.
+  std::vector<LocalPiece> local_pieces(const Shape& global, const MeshLayout& mesh, int rank) const;
+  Shape local_shape(const Shape& global, const MeshLayout& mesh, int rank) const;
 
-  std::string to_string() const;  // "[tp: Shard(0), dp_shard: Shard(0)]"
+  std::string to_string() const;  // "[tp: Shard(1, blocks=3), dp_shard: Shard(0)]"
   bool operator==(const Layout&) const = default;
 
  private:

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "core/error.h"
+#include "mesh/axis_names.h"
 
 namespace meshtrain {
 
@@ -32,7 +33,10 @@ std::string_view trim(std::string_view s) {
 }  // namespace
 
 const std::vector<std::string>& canonical_mesh_axes() {
-  static const std::vector<std::string> axes{"pp", "dp_replicate", "dp_shard", "tp"};
+  static const std::vector<std::string> axes{std::string(mesh_axis::pp),
+                                             std::string(mesh_axis::dp_replicate),
+                                             std::string(mesh_axis::dp_shard),
+                                             std::string(mesh_axis::tp)};
   return axes;
 }
 
@@ -72,6 +76,30 @@ int MeshLayout::axis_index(std::string_view name) const {
 }
 
 int MeshLayout::axis_size(std::string_view name) const { return axes_[axis_index(name)].size; }
+
+std::vector<std::string> MeshLayout::span(std::string_view name) const {
+  if (has_axis(name)) return {std::string(name)};
+  if (name == mesh_axis::dp) {
+    std::vector<std::string> data_axes;
+    for (std::string_view axis : mesh_axis::dp_axes)
+      if (has_axis(axis)) data_axes.emplace_back(axis);
+    return data_axes;
+  }
+  std::vector<std::string> known = axis_names();
+  known.emplace_back(mesh_axis::dp);
+  throw InvalidArgument(detail::concat("mesh ", to_string(), " has no axis '", name,
+                                       "'; its axes are ", join(known)));
+}
+
+int MeshLayout::span_size(std::string_view name) const {
+  int size = 1;
+  for (const auto& axis : span(name)) size *= axis_size(axis);
+  return size;
+}
+
+int MeshLayout::span_coordinate(int rank, std::string_view name) const {
+  return group_rank(rank, span(name));
+}
 
 void MeshLayout::check_world_size(int world_size) const {
   if (size_ == world_size) return;

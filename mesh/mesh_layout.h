@@ -38,6 +38,15 @@ class MeshLayout {
   int axis_index(std::string_view name) const;  // throws naming the axes this mesh has
   int axis_size(std::string_view name) const;
 
+  // The names a Layout entry may use: a mesh axis of this mesh, or mesh_axis::dp, the data axes
+  // dp_replicate and dp_shard (those present, possibly none) flattened, as DeviceMesh's "dp"
+  // communicator flattens them. span() gives the mesh axes a name covers, in mesh order, and
+  // throws naming the known names for any other name.
+  std::vector<std::string> span(std::string_view name) const;
+  int span_size(std::string_view name) const;  // product of the spanned sizes; 1 for none
+  // Row-major coordinate of `rank` over the spanned axes: its rank in that axis' communicator.
+  int span_coordinate(int rank, std::string_view name) const;
+
   // Throws "pp(2) * dp_shard(2) * tp(2) = 8 != world size 6" unless size() == world_size.
   void check_world_size(int world_size) const;
 

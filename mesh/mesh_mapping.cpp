@@ -3,11 +3,14 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "mesh/axis_names.h"
 
 namespace meshtrain {
 
 const std::vector<std::string>& default_axis_priority() {
-  static const std::vector<std::string> priority{"tp", "dp_shard", "dp_replicate", "pp"};
+  static const std::vector<std::string> priority{
+      std::string(mesh_axis::tp), std::string(mesh_axis::dp_shard),
+      std::string(mesh_axis::dp_replicate), std::string(mesh_axis::pp)};
   return priority;
 }
 

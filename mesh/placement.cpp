@@ -4,9 +4,19 @@
 
 namespace meshtrain {
 
+Placement::Placement(Shard s) : value_(s) {
+  MT_CHECK(s.blocks >= 1, "Shard(", s.dim, ", blocks=", s.blocks,
+           "): a sharded dim is made of at least 1 block");
+}
+
 int Placement::shard_dim() const {
   MT_CHECK(is_shard(), "shard_dim() of placement ", to_string());
   return std::get<Shard>(value_).dim;
+}
+
+int Placement::shard_blocks() const {
+  MT_CHECK(is_shard(), "shard_blocks() of placement ", to_string());
+  return std::get<Shard>(value_).blocks;
 }
 
 ReduceOp Placement::reduce_op() const {
@@ -15,7 +25,11 @@ ReduceOp Placement::reduce_op() const {
 }
 
 std::string Placement::to_string() const {
-  if (is_shard()) return detail::concat("Shard(", std::get<Shard>(value_).dim, ")");
+  if (is_shard()) {
+    const Shard& s = std::get<Shard>(value_);
+    if (s.blocks == 1) return detail::concat("Shard(", s.dim, ")");
+    return detail::concat("Shard(", s.dim, ", blocks=", s.blocks, ")");
+  }
   if (is_partial()) return detail::concat("Partial(", reduce_op_name(std::get<Partial>(value_).op), ")");
   return "Replicate()";
 }

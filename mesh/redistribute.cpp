@@ -9,6 +9,10 @@ namespace meshtrain {
 namespace {
 
 int checked_dim(const Placement& p, const Shape& global) {
+  // A blocked shard's piece is several chunks, which these single-chunk collectives do not move.
+  if (p.shard_blocks() != 1)
+    throw NotSupported("redistribute: " + p.to_string() + " is not supported; only shards of one "
+                       "block are");
   const int dim = p.shard_dim();
   MT_CHECK(dim >= 0 && dim < static_cast<int>(global.size()), p.to_string(),
            " of a tensor of shape ", shape_string(global));

@@ -5,7 +5,7 @@
 //   Partial   -> Shard(d)    reduce-scatter with the Partial's op (padded likewise)
 //   Replicate -> Shard(d)    take the local chunk, no communication
 //   p         -> p           the input itself
-// Other pairs throw NotSupported. Collective: every rank of the axis calls it with the same
+// Other pairs, and blocked shards (Shard(d, blocks) with blocks > 1), throw NotSupported. Collective: every rank of the axis calls it with the same
 // placements and global shape. Host tensors (the local and mpi backends).
 #pragma once
 

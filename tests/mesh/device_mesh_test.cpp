@@ -6,6 +6,8 @@
 
 #include "core/comm/local/spawn_ranks.h"
 #include "core/error.h"
+#include "mesh/layout.h"
+#include "mesh/shard_math.h"
 #include "tests/support/error_message.h"
 
 namespace meshtrain {
@@ -93,6 +95,27 @@ void check_hybrid(Communicator& world) {
 
 TEST(DeviceMesh, HybridShardingWithSizeOneAxes) {
   spawn_ranks(6, [](RankContext& ctx) { check_hybrid(ctx.world); });
+}
+
+// The "dp" communicator numbers its ranks as MeshLayout::span_coordinate does, so a Layout over
+// "dp" gives each rank the chunk its rank in that communicator names.
+void check_dp_numbering(Communicator& world) {
+  DeviceMesh mesh(world, {{"dp_replicate", 2}, {"dp_shard", 2}, {"tp", 2}});
+  const int r = world.rank();
+  Communicator& dp = mesh.comm("dp");
+  EXPECT_EQ(dp.size(), mesh.layout().span_size("dp"));
+  EXPECT_EQ(dp.rank(), mesh.layout().span_coordinate(r, "dp"));
+  EXPECT_EQ(dp.rank(), r / 2);  // tp innermost: rank = (replicate * 2 + shard) * 2 + tp
+  for (int k = 0; k < dp.size(); ++k)
+    EXPECT_EQ(mesh.layout().span_coordinate(dp.world_ranks()[k], "dp"), k);
+  const Shape global{10, 3};
+  const auto pieces = Layout({{"dp", Shard(0)}}).local_pieces(global, mesh.layout(), r);
+  const ShardRange rows = shard_range(10, dp.size(), dp.rank());
+  EXPECT_EQ(pieces, (std::vector<LocalPiece>{{{{rows.offset, 0}, {rows.size, 3}}, {0, 0}}}));
+}
+
+TEST(DeviceMesh, DpNumberingMatchesTheLayoutMath) {
+  spawn_ranks(8, [](RankContext& ctx) { check_dp_numbering(ctx.world); });
 }
 
 TEST(DeviceMesh, SingleRankWithoutAxes) {

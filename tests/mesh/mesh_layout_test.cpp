@@ -84,6 +84,38 @@ TEST(MeshLayout, ValidationMessages) {
   EXPECT_THROW(mesh.coordinates(4), InvalidArgument);
 }
 
+// "dp" names the data axes present, flattened row-major like any group (dp_replicate outer).
+TEST(MeshLayout, SpanResolvesTheFlattenedDataAxis) {
+  using Names = std::vector<std::string>;
+  const MeshLayout mesh({{"pp", 2}, {"dp_replicate", 2}, {"dp_shard", 3}, {"tp", 2}});
+  EXPECT_EQ(mesh.span("tp"), Names{"tp"});
+  EXPECT_EQ(mesh.span("dp"), (Names{"dp_replicate", "dp_shard"}));
+  EXPECT_EQ(mesh.span_size("dp"), 6);
+  EXPECT_EQ(mesh.span_size("pp"), 2);
+  for (int r = 0; r < mesh.size(); ++r) {
+    const int replicate = (r / 6) % 2, shard = (r / 2) % 3;
+    EXPECT_EQ(mesh.span_coordinate(r, "dp"), replicate * 3 + shard);
+    EXPECT_EQ(mesh.span_coordinate(r, "dp_shard"), shard);
+    EXPECT_EQ(mesh.span_coordinate(r, "tp"), r % 2);
+  }
+  // One data axis, or none: "dp" is that axis, or nothing of size 1.
+  const MeshLayout no_replicate({{"dp_shard", 4}, {"tp", 2}});
+  EXPECT_EQ(no_replicate.span("dp"), Names{"dp_shard"});
+  EXPECT_EQ(no_replicate.span_coordinate(5, "dp"), 2);
+  const MeshLayout tp_only({{"tp", 4}});
+  EXPECT_EQ(tp_only.span("dp"), Names{});
+  EXPECT_EQ(tp_only.span_size("dp"), 1);
+  EXPECT_EQ(tp_only.span_coordinate(3, "dp"), 0);
+  EXPECT_EQ(MeshLayout().span_size("dp"), 1);
+
+  EXPECT_EQ(error_message<InvalidArgument>([&] { tp_only.span("dp_shard"); }),
+            "mesh tp=4 has no axis 'dp_shard'; its axes are tp, dp");
+  EXPECT_EQ(error_message<InvalidArgument>([&] { mesh.span_size("data"); }),
+            "mesh pp=2,dp_replicate=2,dp_shard=3,tp=2 has no axis 'data'; its axes are pp, "
+            "dp_replicate, dp_shard, tp, dp");
+  EXPECT_THROW(tp_only.span_coordinate(4, "tp"), InvalidArgument);
+}
+
 TEST(MeshLayout, ParseMeshSpec) {
   EXPECT_EQ(parse_mesh_spec("pp=2,dp_shard=2,tp=2"),
             MeshLayout({{"pp", 2}, {"dp_shard", 2}, {"tp", 2}}));

@@ -1,7 +1,6 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "mesh/layout.h"
 #include "mesh/placement.h"
 #include "mesh/shard_math.h"
 
@@ -59,42 +58,18 @@ TEST(Placement, KindsAndNames) {
   EXPECT_THROW(s.reduce_op(), InvalidArgument);
 }
 
-// FSDP shards the TP-local piece: tp splits dim 0 first, then dp_shard splits each tp piece.
-TEST(Layout, ShardOrderFollowsTheListedAxes) {
-  const MeshLayout mesh({{"dp_shard", 2}, {"tp", 2}});
-  const Layout fsdp_after_tp = Layout().then("tp", Shard(0)).then("dp_shard", Shard(0));
-  EXPECT_EQ(fsdp_after_tp.to_string(), "[tp: Shard(0), dp_shard: Shard(0)]");
-  // Rank = dp_shard * 2 + tp; rows 0..9: tp pieces [0,5) and [5,10), each split 3 + 2.
-  const Shape global{10, 4};
-  EXPECT_EQ(fsdp_after_tp.local_slice(global, mesh, 0), (TensorSlice{{0, 0}, {3, 4}}));
-  EXPECT_EQ(fsdp_after_tp.local_slice(global, mesh, 2), (TensorSlice{{3, 0}, {2, 4}}));
-  EXPECT_EQ(fsdp_after_tp.local_slice(global, mesh, 1), (TensorSlice{{5, 0}, {3, 4}}));
-  EXPECT_EQ(fsdp_after_tp.local_slice(global, mesh, 3), (TensorSlice{{8, 0}, {2, 4}}));
-  // The other order splits over dp_shard first: [0,5) then [5,10) per tp rank within.
-  const Layout tp_after_fsdp({{"dp_shard", Shard(0)}, {"tp", Shard(0)}});
-  EXPECT_EQ(tp_after_fsdp.local_slice(global, mesh, 1), (TensorSlice{{3, 0}, {2, 4}}));
-  EXPECT_EQ(tp_after_fsdp.local_slice(global, mesh, 2), (TensorSlice{{5, 0}, {3, 4}}));
-}
-
-TEST(Layout, ColumnShardPartialAndReplicatedAxes) {
-  const MeshLayout mesh({{"pp", 2}, {"dp_shard", 3}, {"tp", 2}});
-  const Layout layout({{"tp", Shard(1)}, {"dp_shard", Shard(0)}, {"pp", Partial()}});
-  EXPECT_EQ(layout.placement("tp"), Placement(Shard(1)));
-  EXPECT_EQ(layout.placement("dp_replicate"), Placement(Replicate()));
-  for (int r = 0; r < mesh.size(); ++r) {
-    const int tp = r % 2, dp = (r / 2) % 3;
-    // dim 1: 5 columns over tp -> 3, 2; dim 0: 2 rows over dp_shard 3 -> 1, 1, 0.
-    EXPECT_EQ(layout.local_slice({2, 5}, mesh, r),
-              (TensorSlice{{std::min(dp, 2), 3 * tp}, {dp < 2 ? 1 : 0, tp == 0 ? 3 : 2}}));
-  }
-  EXPECT_EQ(Layout().local_slice({4, 4}, mesh, 5), (TensorSlice{{0, 0}, {4, 4}}));
-}
-
-TEST(Layout, Errors) {
-  const MeshLayout mesh({{"tp", 2}});
-  EXPECT_THROW(Layout({{"tp", Shard(0)}, {"tp", Shard(1)}}), InvalidArgument);
-  EXPECT_THROW(Layout({{"tp", Shard(2)}}).local_slice({4, 4}, mesh, 0), InvalidArgument);
-  EXPECT_THROW(Layout({{"dp_shard", Shard(0)}}).local_slice({4}, mesh, 0), InvalidArgument);
+// GPT-2's packed c_attn q|k|v: three blocks, each sharded alike.
+TEST(Placement, BlockedShard) {
+  const Placement qkv = Shard(1, 3);
+  EXPECT_EQ(qkv.shard_dim(), 1);
+  EXPECT_EQ(qkv.shard_blocks(), 3);
+  EXPECT_EQ(Placement(Shard(1)).shard_blocks(), 1);
+  EXPECT_EQ(qkv.to_string(), "Shard(1, blocks=3)");
+  EXPECT_EQ(Placement(Shard(1, 1)).to_string(), "Shard(1)");
+  EXPECT_EQ(Placement(Shard(1, 1)), Placement(Shard(1)));
+  EXPECT_NE(qkv, Placement(Shard(1)));
+  EXPECT_THROW(Placement(Shard(0, 0)), InvalidArgument);
+  EXPECT_THROW(Placement(Replicate()).shard_blocks(), InvalidArgument);
 }
 
 }  // namespace

@@ -126,6 +126,8 @@ void check_errors(Communicator& comm) {
               "Shard->Replicate, Partial->Replicate, Partial->Shard, Replicate->Shard");
   }
   EXPECT_THROW(redistribute(full, {4, 2}, Replicate(), Shard(2), comm), InvalidArgument);
+  // A blocked shard's piece is several chunks; these collectives move one.
+  EXPECT_THROW(redistribute(full, {4, 2}, Replicate(), Shard(1, 2), comm), NotSupported);
   if (comm.size() > 1) {  // a full tensor is not a shard
     EXPECT_THROW(redistribute(full, {4, 2}, Shard(0), Replicate(), comm), InvalidArgument);
   }
@@ -161,9 +163,13 @@ void check_layout_round_trip(Communicator& world) {
   DeviceMesh mesh(world, {{"dp_shard", 2}, {"tp", 3}});
   const Shape global{11, 2};
   const Layout layout({{"tp", Shard(0)}, {"dp_shard", Shard(0)}});
-  const TensorSlice mine = layout.local_slice(global, mesh.layout(), mesh.rank());
-  const Tensor local = global_box(global, mine.offset, mine.shape, 1);
-  const TensorSlice tp_piece = Layout({{"tp", Shard(0)}}).local_slice(global, mesh.layout(), mesh.rank());
+  // Plain shards leave each rank one box of the global tensor.
+  const auto mine = layout.local_pieces(global, mesh.layout(), mesh.rank());
+  const auto tp_pieces = Layout({{"tp", Shard(0)}}).local_pieces(global, mesh.layout(), mesh.rank());
+  ASSERT_EQ(mine.size(), 1u);
+  ASSERT_EQ(tp_pieces.size(), 1u);
+  const Tensor local = global_box(global, mine[0].global.offset, mine[0].global.shape, 1);
+  const TensorSlice& tp_piece = tp_pieces[0].global;
   const Tensor gathered_dp =
       redistribute(local, tp_piece.shape, Shard(0), Replicate(), mesh.comm("dp_shard"));
   expect_values(gathered_dp, global_box(global, tp_piece.offset, tp_piece.shape, 1));
