@@ -42,6 +42,7 @@ void MemoryTracker::on_alloc(Device device, MemoryCategory category, size_t byte
   MemoryCounters& c = s.by_category[static_cast<size_t>(category)];
   c.current += bytes;
   c.peak = std::max(c.peak, c.current);
+  c.largest = std::max(c.largest, bytes);
   s.total.current += bytes;
   s.total.peak = std::max(s.total.peak, s.total.current);
   if (is_model_state(category)) {
@@ -68,7 +69,10 @@ void MemoryTracker::reset_peaks() {
   for (MemoryStats& s : per_kind_) {
     s.total.peak = s.total.current;
     s.model_state.peak = s.model_state.current;
-    for (MemoryCounters& c : s.by_category) c.peak = c.current;
+    for (MemoryCounters& c : s.by_category) {
+      c.peak = c.current;
+      c.largest = 0;
+    }
   }
 }
 

@@ -28,6 +28,7 @@ std::string_view memory_category_name(MemoryCategory category);
 struct MemoryCounters {
   size_t current = 0;
   size_t peak = 0;
+  size_t largest = 0;  // the largest single allocation since the last reset (per category only)
 };
 
 // True for the categories that make up the model state (ZeRO's term): parameters, gradients and
@@ -48,7 +49,7 @@ class MemoryTracker {
   void on_alloc(Device device, MemoryCategory category, size_t bytes);
   void on_free(Device device, MemoryCategory category, size_t bytes);
   MemoryStats stats(DeviceKind kind) const;
-  void reset_peaks();  // peaks restart from the current values
+  void reset_peaks();  // peaks restart from the current values, largest allocations from zero
 
  private:
   mutable std::mutex mutex_;

@@ -118,6 +118,18 @@ int64_t attention_channels(const Args& args, const Tensor& qkv, int num_heads) {
   return channels;
 }
 
+// The first id of the vocabulary slice a rank's embedding table or logits hold.
+void check_vocab_start(const Args& args, int64_t vocab_start) {
+  MT_CHECK(vocab_start >= 0, args.op(), ": vocab_start must be >= 0, got ", vocab_start);
+}
+
+// logits [..., V] with V >= 1 (a softmax needs an entry); returns the number of rows N.
+int64_t logit_rows(const Args& args, const Tensor& logits) {
+  MT_CHECK(logits.ndim() >= 1 && logits.dim(-1) >= 1, args.op(),
+           ": logits must be [..., V] with V >= 1, got ", logits.describe());
+  return args.rows("logits", logits, "[N, V]", logits.dim(-1));
+}
+
 #if !MESHTRAIN_HAS_CUDA
 [[noreturn]] void no_cuda(const Args& args) {
   throw NotSupported(detail::concat(args.op(), ": tensors are on ", to_string(args.device()),
@@ -278,53 +290,75 @@ void attention_backward(const Tensor& d_qkv, const Tensor& d_out, const Tensor& 
   MT_DISPATCH(args, attention_backward, d_qkv, d_out, qkv, probs, num_heads);
 }
 
-void embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table) {
+void embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
+                       int64_t vocab_start) {
   Args args("embedding_forward");
   args.compute("table", table);
   args.compute("out", out);
   args.of_dtype("ids", ids, DType::i32);
   args.shape("table", table, "[V, C]", {kAny, kAny});
   args.rows_like("out", out, "[N, C] (N = ids, C = table's)", ids.numel(), table.dim(1));
-  MT_DISPATCH(args, embedding_forward, out, ids, table);
+  check_vocab_start(args, vocab_start);
+  MT_DISPATCH(args, embedding_forward, out, ids, table, vocab_start);
 }
 
-void embedding_backward(const Tensor& d_table, const Tensor& d_out, const Tensor& ids) {
+void embedding_backward(const Tensor& d_table, const Tensor& d_out, const Tensor& ids,
+                        int64_t vocab_start) {
   Args args("embedding_backward");
   args.compute("d_table", d_table);
   args.compute("d_out", d_out);
   args.of_dtype("ids", ids, DType::i32);
   args.shape("d_table", d_table, "[V, C]", {kAny, kAny});
   args.rows_like("d_out", d_out, "[N, C] (N = ids, C = d_table's)", ids.numel(), d_table.dim(1));
-  MT_DISPATCH(args, embedding_backward, d_table, d_out, ids);
+  check_vocab_start(args, vocab_start);
+  MT_DISPATCH(args, embedding_backward, d_table, d_out, ids, vocab_start);
 }
 
-void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets) {
-  Args args("cross_entropy_forward");
+void cross_entropy_row_max(const Tensor& row_max, const Tensor& logits) {
+  Args args("cross_entropy_row_max");
+  args.compute("logits", logits);
+  args.of_dtype("row_max", row_max, DType::f32);
+  const int64_t rows = logit_rows(args, logits);
+  args.numel("row_max", row_max, "one value per row of logits, N", rows);
+  MT_DISPATCH(args, cross_entropy_row_max, row_max, logits);
+}
+
+void cross_entropy_partials(const Tensor& sum_exp, const Tensor& target_logit, const Tensor& logits,
+                            const Tensor& targets, const Tensor& row_max, int64_t vocab_start) {
+  Args args("cross_entropy_partials");
   args.compute("logits", logits);
   args.of_dtype("targets", targets, DType::i32);
-  args.of_dtype("losses", losses, DType::f32);
-  MT_CHECK(logits.ndim() >= 1 && logits.dim(-1) >= 1,
-           "cross_entropy_forward: logits must be [..., V] with V >= 1, got ", logits.describe());
-  const int64_t rows = args.rows("logits", logits, "[N, V]", logits.dim(-1));
+  args.of_dtype("row_max", row_max, DType::f32);
+  args.of_dtype("sum_exp", sum_exp, DType::f32);
+  args.of_dtype("target_logit", target_logit, DType::f32);
+  const int64_t rows = logit_rows(args, logits);
   args.numel("targets", targets, "one id per row of logits, N", rows);
-  args.numel("losses", losses, "one loss per row of logits, N", rows);
-  MT_DISPATCH(args, cross_entropy_forward, losses, logits, targets);
+  args.numel("row_max", row_max, "one value per row of logits, N", rows);
+  args.numel("sum_exp", sum_exp, "one value per row of logits, N", rows);
+  args.numel("target_logit", target_logit, "one value per row of logits, N", rows);
+  check_vocab_start(args, vocab_start);
+  MT_DISPATCH(args, cross_entropy_partials, sum_exp, target_logit, logits, targets, row_max,
+              vocab_start);
 }
 
 void cross_entropy_backward(const Tensor& d_logits, const Tensor& logits, const Tensor& targets,
+                            const Tensor& row_max, const Tensor& sum_exp, int64_t vocab_start,
                             float scale) {
   Args args("cross_entropy_backward");
   args.compute("logits", logits);
   args.compute("d_logits", d_logits);
   args.of_dtype("targets", targets, DType::i32);
-  MT_CHECK(logits.ndim() >= 1 && logits.dim(-1) >= 1,
-           "cross_entropy_backward: logits must be [..., V] with V >= 1, got ", logits.describe());
-  const int64_t vocab = logits.dim(-1);
-  const int64_t rows = args.rows("logits", logits, "[N, V]", vocab);
+  args.of_dtype("row_max", row_max, DType::f32);
+  args.of_dtype("sum_exp", sum_exp, DType::f32);
+  const int64_t rows = logit_rows(args, logits);
+  args.rows_like("d_logits", d_logits, "[N, V] like logits", rows, logits.dim(-1));
   args.numel("targets", targets, "one id per row of logits, N", rows);
-  args.rows_like("d_logits", d_logits, "[N, V] like logits", rows, vocab);
+  args.numel("row_max", row_max, "one value per row of logits, N", rows);
+  args.numel("sum_exp", sum_exp, "one value per row of logits, N", rows);
+  check_vocab_start(args, vocab_start);
   MT_CHECK(std::isfinite(scale), "cross_entropy_backward: scale must be finite, got ", scale);
-  MT_DISPATCH(args, cross_entropy_backward, d_logits, logits, targets, scale);
+  MT_DISPATCH(args, cross_entropy_backward, d_logits, logits, targets, row_max, sum_exp,
+              vocab_start, scale);
 }
 
 void add(const Tensor& out, const Tensor& a, const Tensor& b) {

@@ -5,8 +5,8 @@
 
 #include "core/error.h"
 #include "core/ops/ops.h"
-#include "tests/ops/expect_error.h"
 #include "tests/ops/test_tensors.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain {
 namespace {
@@ -61,18 +61,18 @@ TEST(OpsAdamW, FirstStepMovesByLrTimesSignAndZeroGradOnlyDecays) {
 
 TEST(OpsAdamWValidation, StepSizesAndDtypes) {
   const Tensor p = Tensor::zeros({3});
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [&] { ops::adamw_step(p, p.clone(), p.clone(), p.clone(), {}, 0); },
       "adamw_step: step counts from 1");
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [&] { ops::adamw_step(p, Tensor::zeros({2}), p.clone(), p.clone(), {}, 1); },
       "adamw_step: grad must hold the elements of param = 3 elements, got f32[2] on cpu");
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [&] { ops::adamw_step(p, Tensor::zeros({3}, DType::bf16), p.clone(), p.clone(), {}, 1); },
       "adamw_step: grad must be f32, got bf16[3] on cpu");
   ops::AdamWHyper bad;
   bad.beta2 = 1.0f;
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [&] { ops::adamw_step(p, p.clone(), p.clone(), p.clone(), bad, 1); },
       "adamw_step: beta2 must be in [0, 1), got 1");
 }

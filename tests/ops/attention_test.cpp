@@ -5,9 +5,9 @@
 
 #include "core/error.h"
 #include "core/ops/ops.h"
-#include "tests/ops/expect_error.h"
 #include "tests/ops/grad_check.h"
 #include "tests/ops/test_tensors.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain {
 namespace {
@@ -85,18 +85,18 @@ TEST(OpsAttention, BackwardMatchesFiniteDifferences) {
 
 TEST(OpsAttentionValidation, HeadsAndShapes) {
   const Tensor qkv = Tensor::empty({kB, kT, 3 * kC});
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [&] {
         ops::attention_forward(Tensor::empty({kB, kT, kC}), Tensor::empty({kB, 4, kT, kT}), qkv, 4);
       },
       "attention_forward: num_heads must divide C = 6, got num_heads = 4");
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [&] {
         ops::attention_forward(Tensor::empty({kB, kT, kC}), Tensor::empty({kB, kHeads, kT, kT + 1}),
                                qkv, kHeads);
       },
       "attention_forward: probs must be [B, H, T, T] = [2, 2, 5, 5], got f32[2, 2, 5, 6] on cpu");
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [&] {
         ops::attention_forward(Tensor::empty({kB, kT, kC}), Tensor::empty({kB, kHeads, kT, kT}),
                                Tensor::empty({kB, kT, 17}), kHeads);

@@ -6,7 +6,7 @@
 #include "core/bf16.h"
 #include "core/error.h"
 #include "core/ops/ops.h"
-#include "tests/ops/expect_error.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain {
 namespace {
@@ -97,10 +97,10 @@ TEST(OpsCast, Bf16ToF32IsExactAndCopiesKeepBits) {
 }
 
 TEST(OpsCastValidation, UnsupportedPairsAndSizes) {
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [] { ops::cast(Tensor::empty({2}), Tensor::empty({2}, DType::i32)); },
       "cast: converts f32 <-> bf16 or copies within one dtype, got in = i32[2] on cpu");
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [] { ops::cast(Tensor::empty({3}, DType::bf16), Tensor::empty({2})); },
       "cast: out must hold the elements of in = 2 elements, got bf16[3] on cpu");
 }

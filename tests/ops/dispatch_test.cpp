@@ -4,29 +4,30 @@
 
 #include "core/error.h"
 #include "core/ops/ops.h"
-#include "tests/ops/expect_error.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain {
 namespace {
 
 TEST(OpsDispatch, Bf16ActivationsOnCpuAreNotSupported) {
   const Tensor x = Tensor::zeros({4}, DType::bf16);
-  test::expect_error<NotSupported>([&] { ops::gelu_forward(x, x); },
-                                   "gelu_forward: CPU kernels compute in f32, got in = bf16[4] on "
-                                   "cpu (convert it with ops::cast)");
+  testing::expect_error<NotSupported>(
+      [&] { ops::gelu_forward(x, x); },
+      "gelu_forward: CPU kernels compute in f32, got in = bf16[4] on "
+      "cpu (convert it with ops::cast)");
 }
 
 TEST(OpsDispatch, IntegerActivationsAreRejected) {
   const Tensor x = Tensor::zeros({4}, DType::i32);
-  test::expect_error<InvalidArgument>([&] { (void)ops::sum_squares(x); },
-                                      "sum_squares: x must be f32 or bf16, got i32[4] on cpu");
+  testing::expect_error<InvalidArgument>([&] { (void)ops::sum_squares(x); },
+                                         "sum_squares: x must be f32 or bf16, got i32[4] on cpu");
 }
 
 TEST(OpsDispatch, UndefinedTensorsAreNamed) {
-  test::expect_error<InvalidArgument>([] { ops::scale(Tensor(), 1.0f); },
-                                      "scale: x must be a defined tensor");
-  test::expect_error<InvalidArgument>([] { ops::cast(Tensor::empty({1}), Tensor()); },
-                                      "cast: in must be a defined tensor");
+  testing::expect_error<InvalidArgument>([] { ops::scale(Tensor(), 1.0f); },
+                                         "scale: x must be a defined tensor");
+  testing::expect_error<InvalidArgument>([] { ops::cast(Tensor::empty({1}), Tensor()); },
+                                         "cast: in must be a defined tensor");
 }
 
 }  // namespace

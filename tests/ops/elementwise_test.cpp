@@ -3,8 +3,8 @@
 
 #include "core/error.h"
 #include "core/ops/ops.h"
-#include "tests/ops/expect_error.h"
 #include "tests/ops/test_tensors.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain {
 namespace {
@@ -42,18 +42,18 @@ TEST(OpsElementwise, EmptyTensorsAreNoOps) {
 }
 
 TEST(OpsElementwiseValidation, SizesMustMatch) {
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [] {
         ops::axpy(vec({1, 2}), 1.0f, vec({1, 2, 3}));
       },
       "axpy: x must hold the elements of y = 2 elements, got f32[3]");
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [] {
         ops::add(vec({1}), vec({1, 2}), vec({1, 2}));
       },
       "add: out must hold the elements of a = 2 elements, got f32[1]");
-  test::expect_error<NotSupported>([] { ops::scale(Tensor::zeros({2}, DType::bf16), 2.0f); },
-                                   "scale: CPU kernels compute in f32, got x = bf16[2] on cpu");
+  testing::expect_error<NotSupported>([] { ops::scale(Tensor::zeros({2}, DType::bf16), 2.0f); },
+                                      "scale: CPU kernels compute in f32, got x = bf16[2] on cpu");
 }
 
 }  // namespace

@@ -6,9 +6,9 @@
 
 #include "core/error.h"
 #include "core/ops/ops.h"
-#include "tests/ops/expect_error.h"
 #include "tests/ops/grad_check.h"
 #include "tests/ops/test_tensors.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain {
 namespace {
@@ -59,7 +59,7 @@ TEST(OpsGelu, BackwardMatchesFiniteDifferences) {
 }
 
 TEST(OpsGeluValidation, SizesMustMatch) {
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [] { ops::gelu_forward(Tensor::empty({4}), Tensor::empty({5})); },
       "gelu_forward: out must hold the elements of in = 5 elements, got f32[4] on cpu");
 }

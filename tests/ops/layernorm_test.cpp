@@ -5,9 +5,9 @@
 
 #include "core/error.h"
 #include "core/ops/ops.h"
-#include "tests/ops/expect_error.h"
 #include "tests/ops/grad_check.h"
 #include "tests/ops/test_tensors.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain {
 namespace {
@@ -68,19 +68,19 @@ TEST(OpsLayerNorm, BackwardMatchesFiniteDifferencesAndAccumulates) {
 
 TEST(OpsLayerNormValidation, StatisticsMustBeF32PerRow) {
   const Tensor in = Tensor::empty({kRows, kC}), p = Tensor::empty({kC});
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [&] {
         ops::layernorm_forward(Tensor::empty({kRows, kC}), Tensor::empty({kRows + 1}),
                                Tensor::empty({kRows}), in, p, p, kEps);
       },
       "layernorm_forward: mean must hold one value per row, N = 3 elements, got f32[4] on cpu");
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [&] {
         ops::layernorm_forward(Tensor::empty({kRows, kC}), Tensor::empty({kRows}, DType::i32),
                                Tensor::empty({kRows}), in, p, p, kEps);
       },
       "layernorm_forward: mean must be f32, got i32[3] on cpu");
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [&] {
         ops::layernorm_forward(Tensor::empty({kRows, kC}), Tensor::empty({kRows}),
                                Tensor::empty({kRows}), in, Tensor::empty({kC + 1}), p, kEps);

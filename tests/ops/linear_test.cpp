@@ -3,9 +3,9 @@
 
 #include "core/error.h"
 #include "core/ops/ops.h"
-#include "tests/ops/expect_error.h"
 #include "tests/ops/grad_check.h"
 #include "tests/ops/test_tensors.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain {
 namespace {
@@ -81,7 +81,7 @@ TEST(OpsLinear, BackwardAccumulatesParameterGradients) {
 }
 
 TEST(OpsLinearValidation, WeightShapeMessageSaysWhatWasExpected) {
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [] {
         ops::linear_forward(Tensor::empty({4, 2304}), Tensor::empty({4, 768}),
                             Tensor::empty({512, 768}), Tensor());
@@ -91,17 +91,17 @@ TEST(OpsLinearValidation, WeightShapeMessageSaysWhatWasExpected) {
 
 TEST(OpsLinearValidation, OutputAndBiasShapes) {
   const Tensor in = Tensor::empty({6, 4}), weight = Tensor::empty({4, 5});
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [&] {
         ops::linear_forward(Tensor::empty({5, 5}), in, weight, Tensor());
       },
       "linear_forward: out must be [N, out] = [6, 5] after flattening, got f32[5, 5] on cpu");
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [&] {
         ops::linear_forward(Tensor::empty({6, 5}), in, weight, Tensor::empty({4}));
       },
       "linear_forward: bias must be [out] = [5], got f32[4] on cpu");
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [&] {
         ops::linear_backward(Tensor(), Tensor::empty({4, 6}), Tensor(), Tensor::empty({6, 5}), in,
                              weight);
@@ -111,14 +111,14 @@ TEST(OpsLinearValidation, OutputAndBiasShapes) {
 
 TEST(OpsLinearValidation, UndefinedAndMixedDtypes) {
   const Tensor in = Tensor::empty({6, 4}), out = Tensor::empty({6, 5});
-  test::expect_error<InvalidArgument>([&] { ops::linear_forward(out, in, Tensor(), Tensor()); },
-                                      "linear_forward: weight must be a defined tensor");
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>([&] { ops::linear_forward(out, in, Tensor(), Tensor()); },
+                                         "linear_forward: weight must be a defined tensor");
+  testing::expect_error<InvalidArgument>(
       [&] {
         ops::linear_forward(out, in, Tensor::empty({4, 5}, DType::i32), Tensor());
       },
       "linear_forward: weight must be f32 or bf16, got i32[4, 5] on cpu");
-  test::expect_error<NotSupported>(
+  testing::expect_error<NotSupported>(
       [&] {
         ops::linear_forward(out, in, Tensor::empty({4, 5}, DType::bf16), Tensor());
       },

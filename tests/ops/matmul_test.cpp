@@ -3,8 +3,8 @@
 
 #include "core/error.h"
 #include "core/ops/ops.h"
-#include "tests/ops/expect_error.h"
 #include "tests/ops/test_tensors.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain {
 namespace {
@@ -58,7 +58,7 @@ TEST(OpsMatmulEdges, EmptyOutputIsANoOp) {
 }
 
 TEST(OpsMatmulValidation, InnerDimMismatchNamesTheExpectedShape) {
-  test::expect_error<InvalidArgument>(
+  testing::expect_error<InvalidArgument>(
       [] {
         ops::matmul(Tensor::empty({5, 7}), Tensor::empty({5, 3}), Tensor::empty({4, 7}), false,
                     false, 1.0f, 0.0f);
