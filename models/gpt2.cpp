@@ -11,7 +11,7 @@ GPT2::GPT2(const GPT2Config& config, const GPT2Options& options)
   const int64_t v = config_.vocab, t = config_.ctx, d = config_.dim;
   Parameter* wte = add_parameter("wte.weight", {v, d});
   Parameter* wpe = add_parameter("wpe.weight", {t, d});
-  embedding_ = std::make_unique<EmbeddingStage>(wte, wpe);
+  embedding_ = std::make_unique<Gpt2Embedding>(wte, wpe);
   for (int64_t i = 0; i < config_.layers; ++i) {
     const std::string h = "h." + std::to_string(i) + ".";
     BlockParameters p;
@@ -28,11 +28,11 @@ GPT2::GPT2(const GPT2Config& config, const GPT2Options& options)
     p.mlp_proj_weight = add_parameter(h + "mlp.c_proj.weight", {4 * d, d});
     p.mlp_proj_bias = add_parameter(h + "mlp.c_proj.bias", {d});
     blocks_.push_back(
-        std::make_unique<BlockStage>("h." + std::to_string(i), static_cast<int>(config_.heads), p));
+        std::make_unique<Gpt2Block>("h." + std::to_string(i), static_cast<int>(config_.heads), p));
   }
   Parameter* ln_f_weight = add_parameter("ln_f.weight", {d});
   Parameter* ln_f_bias = add_parameter("ln_f.bias", {d});
-  head_ = std::make_unique<HeadStage>(ln_f_weight, ln_f_bias, wte);
+  head_ = std::make_unique<Gpt2Head>(ln_f_weight, ln_f_bias, wte);
 
   if (!options.materialize) return;
   for (auto& p : params_) {
@@ -57,8 +57,8 @@ std::vector<Parameter*> GPT2::parameters() {
   return out;
 }
 
-std::vector<Stage*> GPT2::stages() {
-  std::vector<Stage*> out{embedding_.get()};
+std::vector<Layer*> GPT2::layers() {
+  std::vector<Layer*> out{embedding_.get()};
   for (auto& block : blocks_) out.push_back(block.get());
   out.push_back(head_.get());
   return out;
@@ -69,6 +69,24 @@ std::vector<UnitSpec> GPT2::default_units() {
   std::vector<UnitSpec> units{{"root", {0, layers + 1}}};
   for (int i = 0; i < layers; ++i) units.push_back({"h." + std::to_string(i), {i + 1}});
   return units;
+}
+
+std::vector<nn::NamedModule> GPT2::modules() {
+  std::vector<nn::NamedModule> out;
+  embedding_->add_modules(out);
+  for (auto& block : blocks_) block->add_modules(out);
+  head_->add_modules(out);
+  return out;
+}
+
+std::vector<nn::TpRule> GPT2::tensor_parallel_plan() {
+  using nn::TpStyle;
+  return {{"wte", TpStyle::vocab},           {"wpe", TpStyle::sequence},
+          {"h.*.ln_1", TpStyle::sequence},   {"h.*.attn.c_attn", TpStyle::colwise},
+          {"h.*.attn", TpStyle::heads},      {"h.*.attn.c_proj", TpStyle::rowwise},
+          {"h.*.ln_2", TpStyle::sequence},   {"h.*.mlp.c_fc", TpStyle::colwise},
+          {"h.*.mlp.c_proj", TpStyle::rowwise}, {"ln_f", TpStyle::sequence},
+          {"lm_head", TpStyle::vocab}};
 }
 
 Parameter& GPT2::parameter(std::string_view name) {
@@ -82,6 +100,8 @@ void GPT2::init(uint64_t seed) {
   MemoryCategoryScope scope(MemoryCategory::other);
   for (auto& p : params_) {
     const Tensor& value = p->value();
+    MT_CHECK(p->shape() == p->global_shape(), "GPT2::init: parameter '", p->name(),
+             "' is sharded already; initialise before applying tensor parallelism");
     MT_CHECK(value.dtype() == DType::f32, "GPT2::init: parameter '", p->name(),
              "' must be f32, got ", value.describe());
     Tensor host = value.device().is_cpu() ? value : Tensor::empty(value.shape());

@@ -1,4 +1,4 @@
-// GPT-2 as a meshtrain Model: stage 0 is the embedding, stages 1..L the blocks, stage L + 1 the
+// GPT-2 as a meshtrain Model: layer 0 is the embedding, layers 1..L the blocks, layer L + 1 the
 // head (ln_f, tied LM head, cross-entropy). Parameter names and shapes are Hugging Face's
 // (wte.weight, h.{i}.attn.c_attn.weight [d, 3d], ...), so checkpoints load without mapping.
 #pragma once
@@ -8,10 +8,8 @@
 #include <string_view>
 
 #include "core/device.h"
-#include "models/block_stage.h"
-#include "models/embedding_stage.h"
 #include "models/gpt2_config.h"
-#include "models/head_stage.h"
+#include "models/gpt2_layers.h"
 #include "parallel/model.h"
 
 namespace meshtrain {
@@ -32,13 +30,17 @@ class GPT2 : public Model {
 
   const GPT2Config& config() const { return config_; }
   std::vector<Parameter*> parameters() override;  // wte, wpe, h.0.*, ..., ln_f.*
-  std::vector<Stage*> stages() override;
+  std::vector<Layer*> layers() override;
   // "root" = {embedding, head} (they share wte), then "h.0" ... "h.{L-1}".
   std::vector<UnitSpec> default_units() override;
+  // wte, wpe, h.{i}.ln_1, h.{i}.attn.c_attn, h.{i}.attn, ..., ln_f, lm_head (tied to wte).
+  std::vector<nn::NamedModule> modules() override;
+  // Megatron-LM's: c_attn and c_fc column-parallel, both c_proj row-parallel, heads split,
+  // vocab-parallel embedding and head, LayerNorms and wpe sequence-parallel.
+  std::vector<nn::TpRule> tensor_parallel_plan() override;
 
   // InvalidArgument for an unknown name.
   Parameter& parameter(std::string_view name);
-  HeadStage& head() { return *head_; }
   // Overwrites every parameter's value with its initial value under the seed.
   void init(uint64_t seed);
 
@@ -48,9 +50,9 @@ class GPT2 : public Model {
   GPT2Config config_;
   Device device_;
   std::vector<std::unique_ptr<Parameter>> params_;
-  std::unique_ptr<EmbeddingStage> embedding_;
-  std::vector<std::unique_ptr<BlockStage>> blocks_;
-  std::unique_ptr<HeadStage> head_;
+  std::unique_ptr<Gpt2Embedding> embedding_;
+  std::vector<std::unique_ptr<Gpt2Block>> blocks_;
+  std::unique_ptr<Gpt2Head> head_;
 };
 
 }  // namespace meshtrain

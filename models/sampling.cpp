@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "models/rng.h"
+#include "parallel/engine.h"
 
 namespace meshtrain {
 
@@ -12,13 +13,12 @@ namespace {
 // Logits of the token after tokens[begin..end).
 std::vector<float> next_logits(GPT2& model, const std::vector<int32_t>& tokens, size_t begin) {
   const auto length = static_cast<int64_t>(tokens.size() - begin);
-  MicroBatch mb;
+  MicroBatch mb;  // no targets: the head leaves the logits [length, V] in mb.hidden
   mb.tokens =
       Tensor::from_vector(std::vector<int32_t>(tokens.begin() + begin, tokens.end()), {1, length});
-  const std::vector<Stage*> stages = model.stages();
-  for (size_t i = 0; i + 1 < stages.size(); ++i) stages[i]->forward(mb, static_cast<int>(i));
-  const int64_t dim = model.config().dim;
-  return model.head().logits(mb.hidden.view((length - 1) * dim, {1, dim})).to_vector();
+  Engine(model).forward(mb);
+  const int64_t vocab = model.config().vocab;
+  return mb.hidden.view((length - 1) * vocab, {vocab}).to_vector();
 }
 
 int32_t pick(const std::vector<float>& logits, float temperature, Rng& rng) {

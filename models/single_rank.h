@@ -1,5 +1,5 @@
-// The single-rank path: the whole model on one rank with no strategy (tests, sampling and a plain
-// CPU run). Under a strategy, the engine in parallel/ does these steps instead.
+// The single-rank path: the whole model on one rank with no strategy (the reference the parallel
+// layouts are checked against), through the engine with no hooks.
 #pragma once
 
 #include <vector>
@@ -13,10 +13,10 @@ namespace meshtrain {
 void zero_grad(Model& model);
 // One slot per trainable parameter, sharing its value and gradient tensors (f32).
 std::vector<OptimizerSlot> parameter_slots(Model& model);
-// Runs every stage forward and returns the mean token loss (the batch is the global batch); saved
+// Runs every layer forward and returns the mean token loss (the batch is the global batch); saved
 // activations stay in mb for backward.
 double forward(Model& model, MicroBatch& mb);
-// Sets mb.loss_scale = 1 / tokens and runs every stage backward, accumulating into the gradients.
+// Sets mb.loss_scale = 1 / tokens and runs every layer backward, accumulating into the gradients.
 void backward(Model& model, MicroBatch& mb);
 
 }  // namespace meshtrain

@@ -1,4 +1,4 @@
-// Engine: runs a model's stages forward and backward for one micro-batch and fires the strategies'
+// Engine: runs a model's layers forward and backward for one micro-batch and fires the strategies'
 // hooks around each unit. It knows nothing about communication; strategies do.
 #pragma once
 
@@ -13,6 +13,8 @@ namespace meshtrain {
 class Engine {
  public:
   Engine(Model& model, UnitPlan plan);
+  // The model's default units and no hooks: the plain single-rank forward and backward.
+  explicit Engine(Model& model);
 
   Model& model() { return model_; }
   const UnitPlan& unit_plan() const { return plan_; }
@@ -28,7 +30,7 @@ class Engine {
  private:
   Model& model_;
   UnitPlan plan_;
-  std::vector<Stage*> stages_;
+  std::vector<Layer*> layers_;
   std::vector<StepHooks*> hooks_;
 };
 

@@ -4,12 +4,19 @@
 
 namespace meshtrain {
 
-std::vector<Tensor> MicroBatch::take(int stage) {
-  auto it = saved.find(stage);
-  MT_CHECK(it != saved.end(), "stage ", stage, " runs backward without a saved forward");
-  std::vector<Tensor> tensors = std::move(it->second);
+Tensor Tape::pop() {
+  MT_CHECK(!tensors_.empty(), "backward pops more tensors than its forward saved");
+  Tensor t = std::move(tensors_.back());
+  tensors_.pop_back();
+  return t;
+}
+
+Tape MicroBatch::take(int layer) {
+  auto it = saved.find(layer);
+  MT_CHECK(it != saved.end(), "layer ", layer, " runs backward without a saved forward");
+  Tape tape = std::move(it->second);
   saved.erase(it);
-  return tensors;
+  return tape;
 }
 
 }  // namespace meshtrain

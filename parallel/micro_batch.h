@@ -1,7 +1,7 @@
-// MicroBatch: what flows through a model's stages for one micro-batch on one rank. Forward fills
-// `hidden` stage by stage; backward carries the gradient of `hidden` back. Each stage keeps what its
-// backward needs in `saved`, keyed by the stage's index, so several micro-batches can be in flight
-// (pipeline schedules) without stages holding per-micro-batch state themselves.
+// MicroBatch: what flows through a model's layers for one micro-batch on one rank. Forward fills
+// `hidden` layer by layer; backward carries the gradient of `hidden` back. Each layer keeps what its
+// backward needs on a Tape, keyed by the layer's index, so several micro-batches can be in flight
+// (pipeline schedules) without layers holding per-micro-batch state themselves.
 #pragma once
 
 #include <map>
@@ -11,17 +11,32 @@
 
 namespace meshtrain {
 
+// The tensors a forward saves for its backward, last in first out: a layer's building blocks push
+// in forward order and pop in reverse, in backward.
+class Tape {
+ public:
+  void push(Tensor t) { tensors_.push_back(std::move(t)); }
+  Tensor pop();  // throws when empty: backward asked for more than forward saved
+  bool empty() const { return tensors_.empty(); }
+
+ private:
+  std::vector<Tensor> tensors_;
+};
+
 struct MicroBatch {
+  int index = 0;   // within the optimizer step
   Tensor tokens;   // i32 [b, T]: this rank's sequences
-  Tensor targets;  // i32 [b, T]: tokens shifted by one
-  Tensor hidden;   // forward: the activation between stages; backward: its gradient
+  Tensor targets;  // i32 [b, T]: tokens shifted by one; undefined for inference (the head then
+                   // leaves the logits in `hidden`)
+  Tensor hidden;   // forward: the activation between layers; backward: its gradient
   double loss_sum = 0.0;   // sum of this rank's per-token losses
   float loss_scale = 0.f;  // d(loss)/d(token loss) = 1 / tokens in the global batch
-  std::map<int, std::vector<Tensor>> saved;
+  std::map<int, Tape> saved;
 
-  void save(int stage, std::vector<Tensor> tensors) { saved[stage] = std::move(tensors); }
-  // Hands the saved tensors to backward and forgets them, freeing activations as backward goes.
-  std::vector<Tensor> take(int stage);
+  // Where layer `index` saves for backward (created empty on first use).
+  Tape& tape(int layer) { return saved[layer]; }
+  // Hands the layer's tape to backward and forgets it, freeing activations as backward goes.
+  Tape take(int layer);
 };
 
 }  // namespace meshtrain

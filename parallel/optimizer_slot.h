@@ -1,10 +1,12 @@
 // OptimizerSlot: one tensor the optimizer updates, with its gradient. Without sharding a slot is a
-// whole parameter; under FSDP it is this rank's fp32 master shard and its reduced gradient shard.
+// whole parameter (its tensor-parallel piece under TP); under FSDP it is this rank's fp32 master
+// shard and its reduced gradient shard. Its layout says which slice of the global tensor it is.
 #pragma once
 
 #include <string>
 
 #include "core/tensor.h"
+#include "mesh/layout.h"
 
 namespace meshtrain {
 
@@ -13,6 +15,7 @@ struct OptimizerSlot {
   Tensor param;      // f32, updated in place
   Tensor grad;       // f32, same numel
   bool decays = true;
+  Layout layout;     // of the slot over the mesh (the parameter's, then FSDP's shard axis)
 };
 
 }  // namespace meshtrain

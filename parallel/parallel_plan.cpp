@@ -28,6 +28,17 @@ ParallelModel ParallelPlan::apply(DeviceMesh& mesh, Model& model) {
     for (const std::string& axis : b.axes)
       MT_CHECK(mesh.has_axis(axis), "strategy '", b.strategy->name(), "' is bound to axis '",
                axis, "' but the mesh is ", mesh.layout().to_string());
+  for (const MeshAxis& axis : mesh.layout().axes()) {
+    const bool bound = std::any_of(bindings_.begin(), bindings_.end(), [&](const Binding& b) {
+      return std::any_of(b.axes.begin(), b.axes.end(), [&](const std::string& name) {
+        const std::vector<std::string> spanned = mesh.layout().span(name);
+        return std::find(spanned.begin(), spanned.end(), axis.name) != spanned.end();
+      });
+    });
+    MT_CHECK(axis.size == 1 || bound, "mesh axis ", axis.name, "=", axis.size,
+             " is bound to no strategy; add its plugin to the plan (tp: 'tp', data axes: 'fsdp', "
+             "pp: 'pp')");
+  }
   applied_ = true;
 
   std::vector<Binding*> order;
@@ -44,7 +55,30 @@ ParallelModel ParallelPlan::apply(DeviceMesh& mesh, Model& model) {
   result.engine = std::make_unique<Engine>(*ctx.model, make_unit_plan(*ctx.model, ctx.unit_specs));
   for (StepHooks* h : ctx.hooks) result.engine->add_hooks(h);
   result.state = std::move(ctx.state);
+  result.runner = std::make_unique<StepRunner>(*result.engine, mesh);
   return result;
+}
+
+std::string ParallelPlan::describe() const {
+  std::vector<const Binding*> order;
+  for (const Binding& b : bindings_) order.push_back(&b);
+  std::stable_sort(order.begin(), order.end(), [](const Binding* a, const Binding* b) {
+    return a->strategy->kind() < b->strategy->kind();
+  });
+  std::string out;
+  for (const Binding* b : order) {
+    if (!out.empty()) out += ' ';
+    out += b->strategy->name() + "[";
+    for (size_t i = 0; i < b->axes.size(); ++i) out += (i ? "," : "") + b->axes[i];
+    out += ']';
+  }
+  return out.empty() ? "(no strategies)" : out;
+}
+
+Strategy* ParallelPlan::find(std::string_view name) const {
+  for (const Binding& b : bindings_)
+    if (b.strategy->name() == name) return b.strategy.get();
+  return nullptr;
 }
 
 }  // namespace meshtrain

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "parallel/engine.h"
+#include "parallel/step_runner.h"
 #include "parallel/strategy.h"
 
 namespace meshtrain {
@@ -15,14 +16,20 @@ namespace meshtrain {
 struct ParallelModel {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<TrainableState> state;
+  std::unique_ptr<StepRunner> runner;  // runs a step's micro-batches through the engine
 };
 
 class ParallelPlan {
  public:
   // A strategy bound twice, or an axis bound to two strategies, is an error.
   ParallelPlan& add(std::unique_ptr<Strategy> strategy, std::vector<std::string> axes);
-  // The plan owns its strategies; it must outlive the returned model. Applies once.
+  // The plan owns its strategies; it must outlive the returned model. Applies once. Every mesh
+  // axis of size > 1 must be bound to a strategy ("dp" binds both data axes).
   ParallelModel apply(DeviceMesh& mesh, Model& model);
+  // "tp[tp] fsdp[dp_replicate,dp_shard]": the strategies in order of application, with axes.
+  std::string describe() const;
+  // The strategy added under `name`, or null.
+  Strategy* find(std::string_view name) const;
 
  private:
   struct Binding {

@@ -4,8 +4,9 @@
 
 namespace meshtrain {
 
-Parameter::Parameter(std::string name, Shape shape, DType dtype)
-    : name_(std::move(name)), shape_(std::move(shape)), dtype_(dtype) {}
+Parameter::Parameter(std::string name, Shape global_shape, DType dtype)
+    : name_(std::move(name)), global_shape_(global_shape), shape_(std::move(global_shape)),
+      dtype_(dtype) {}
 
 const Tensor& Parameter::value() const {
   if (!available())
@@ -38,6 +39,15 @@ void Parameter::set_grad(Tensor grad) {
 void Parameter::make_unavailable(std::string reason) {
   MT_CHECK(!reason.empty(), "make_unavailable needs a reason");
   unavailable_reason_ = std::move(reason);
+  value_ = Tensor();
+  grad_ = Tensor();
+}
+
+void Parameter::set_layout(Layout layout, Shape local_shape) {
+  MT_CHECK_EQ(local_shape.size(), global_shape_.size(), "parameter '", name_,
+              "': a local piece keeps the global rank ", shape_string(global_shape_));
+  layout_ = std::move(layout);
+  shape_ = std::move(local_shape);
   value_ = Tensor();
   grad_ = Tensor();
 }

@@ -1,7 +1,9 @@
 // TrainableState: who owns the values the optimizer updates. Without a data-parallel strategy
-// that is every parameter, whole; FSDP replaces it with this rank's shards.
+// that is every parameter, whole (its tensor-parallel piece under TP); FSDP replaces it with this
+// rank's shards.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "parallel/model.h"
@@ -9,14 +11,19 @@
 
 namespace meshtrain {
 
+// fn(parameter, value): the parameter's compute piece (its TP piece; whole without TP), fp32.
+using ParameterVisitor = std::function<void(const Parameter&, const Tensor&)>;
+
 class TrainableState {
  public:
   virtual ~TrainableState() = default;
-  // The tensors the optimizer steps, stable across steps (its moments are keyed by position).
+  // The tensors the optimizer steps, stable across steps (its moments are keyed by position),
+  // each with its layout (see parallel/grad_norm.h for the global norm over them).
   virtual std::vector<OptimizerSlot> optimizer_slots() = 0;
-  // Squared L2 norm of the whole model's gradient, each element counted once across all ranks.
-  virtual double grad_norm_squared() = 0;
   virtual void zero_grad() = 0;
+  // Collective over the data axes: visits every parameter's compute piece, assembled from the
+  // data-parallel shards, a few at a time (FSDP: one unit unsharded at a time).
+  virtual void for_each_compute_value(const ParameterVisitor& fn) = 0;
 };
 
 // Every trainable parameter of the model, whole, on this rank (one rank, or replicated data
@@ -25,10 +32,11 @@ class WholeParameters : public TrainableState {
  public:
   explicit WholeParameters(Model& model);
   std::vector<OptimizerSlot> optimizer_slots() override;
-  double grad_norm_squared() override;
   void zero_grad() override;
+  void for_each_compute_value(const ParameterVisitor& fn) override;
 
  private:
+  Model& model_;
   std::vector<Parameter*> trainable_;
 };
 

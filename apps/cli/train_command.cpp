@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "apps/cli/commands.h"
@@ -18,10 +19,23 @@ struct TrainFlags {
   int64_t vocab = 0, ctx = 0, dim = 0, layers = 0, heads = 0;  // 0: from the preset or file
   std::string backend = "local";
   std::string mesh;
-  std::string fsdp = "full";
-  std::string param_dtype = "f32";
-  std::string reduce_dtype = "f32";
-  std::string grad_sync = "every";
+  // Plugin options pass through as text, parsed once by their plugin: {flag, plugin, option}.
+  std::map<std::string, std::string> given;
+};
+
+struct PluginFlag {
+  const char* flag;
+  const char* plugin;
+  const char* option;
+  const char* help;
+};
+constexpr PluginFlag kPluginFlags[] = {
+    {"--fsdp", "fsdp", "mode", "FSDP mode: full (default), grad_op, none or hybrid"},
+    {"--prefetch", "fsdp", "prefetch", "FSDP all-gathers in flight (default 2)"},
+    {"--param-dtype", "fsdp", "param_dtype", "FSDP all-gather dtype: f32 (default) or bf16"},
+    {"--reduce-dtype", "fsdp", "reduce_dtype", "FSDP reduction dtype: f32 (default) or bf16"},
+    {"--grad-sync", "fsdp", "grad_sync",
+     "reduce gradients every micro-batch (every, default) or on the last one (last)"},
 };
 
 void apply(TrainFlags& f) {
@@ -39,10 +53,10 @@ void apply(TrainFlags& f) {
   }
   c.backend = parse_backend(f.backend);
   if (!f.mesh.empty()) c.mesh = parse_mesh_spec(f.mesh);
-  c.fsdp.mode = parse_fsdp_mode(f.fsdp);
-  c.fsdp.param_dtype = parse_dtype(f.param_dtype);
-  c.fsdp.reduce_dtype = parse_dtype(f.reduce_dtype);
-  c.fsdp.grad_sync = parse_grad_sync(f.grad_sync);
+  for (const PluginFlag& flag : kPluginFlags) {
+    const auto it = f.given.find(flag.flag);
+    if (it != f.given.end()) c.set(flag.plugin, flag.option, it->second);
+  }
 }
 
 }  // namespace
@@ -77,14 +91,17 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--metrics", c.metrics_path, "write per-step metrics (JSON lines)");
   cmd->add_option("--world", c.world, "number of ranks")->capture_default_str();
   cmd->add_option("--backend", f->backend, "local, mpi or nccl")->capture_default_str();
-  cmd->add_option("--mesh", f->mesh, "mesh axes, e.g. dp_replicate=2,dp_shard=4 (default: dp_shard=world)");
-  cmd->add_option("--fsdp", f->fsdp, "full, grad_op, none or hybrid")->capture_default_str();
-  cmd->add_option("--prefetch", c.fsdp.prefetch, "all-gathers in flight")->capture_default_str();
-  cmd->add_option("--param-dtype", f->param_dtype, "f32 or bf16")->capture_default_str();
-  cmd->add_option("--reduce-dtype", f->reduce_dtype, "f32 or bf16")->capture_default_str();
-  cmd->add_option("--grad-sync", f->grad_sync,
-                  "reduce gradients every micro-batch or on the last one (every, last)")
-      ->capture_default_str();
+  cmd->add_option("--mesh", f->mesh,
+                  "mesh axes in the order pp, dp_replicate, dp_shard, tp, e.g. "
+                  "dp_replicate=2,dp_shard=2,tp=2 (default: dp_shard=world)");
+  for (const PluginFlag& flag : kPluginFlags)
+    cmd->add_option_function<std::string>(
+        flag.flag, [f, name = std::string(flag.flag)](const std::string& v) { f->given[name] = v; },
+        flag.help);
+  cmd->add_flag_function(
+      "--sequence-parallel",
+      [f](int64_t) { f->config.set("tp", "sequence_parallel", "true"); },
+      "tensor parallelism with sequence parallelism (Korthikanti et al. 2022)");
   cmd->add_option("--sample", c.sample_bytes, "bytes of text to sample at the end (0: none)")
       ->capture_default_str();
   cmd->add_flag("--quiet", c.quiet, "print nothing but errors");

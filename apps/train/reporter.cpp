@@ -44,13 +44,16 @@ TrainReporter::TrainReporter(const TrainConfig& config, std::ostream& out, bool 
   }
 }
 
-void TrainReporter::start(const std::string& mesh, int64_t parameters) {
+void TrainReporter::start(const std::string& mesh, const std::string& plan, int64_t parameters) {
   start_ = std::chrono::steady_clock::now();
   if (config_.quiet) return;
   out_ << "meshtrain: GPT-2 " << config_.model.describe() << " (" << parameters
        << " parameters) on " << config_.world << " rank" << (config_.world > 1 ? "s" : "")
-       << " of the " << backend_name(config_.backend) << " backend, mesh " << mesh << ", fsdp "
-       << fsdp_mode_name(config_.fsdp.mode) << "\n"
+       << " of the " << backend_name(config_.backend) << " backend\n"
+       << "          mesh " << mesh << ", plan " << plan;
+  for (const auto& [plugin, options] : config_.strategies)
+    for (const auto& [key, value] : options) out_ << ", " << plugin << " " << key << "=" << value;
+  out_ << "\n"
        << "          " << config_.steps << " steps of " << config_.batch << " x " << config_.seq
        << " tokens" << (config_.grad_accum > 1 ? " in micro-batches" : "") << ", lr "
        << config_.lr.lr << "\n";

@@ -16,7 +16,8 @@ namespace meshtrain {
 class TrainReporter {
  public:
   TrainReporter(const TrainConfig& config, std::ostream& out, bool interactive);
-  void start(const std::string& mesh, int64_t parameters);
+  // `plan`: the strategies and their axes (ParallelPlan::describe).
+  void start(const std::string& mesh, const std::string& plan, int64_t parameters);
   void on_step(const StepMetrics& m);
   void finish(const std::string& sample);
 

@@ -20,8 +20,9 @@ namespace {
 std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& world,
                                     MemoryTracker& memory, TrainReporter* reporter) {
   Trainer trainer(config, world, memory);
-  if (reporter) reporter->start(trainer.mesh().layout().to_string(),
-                                trainer.model().config().num_parameters());
+  if (reporter)
+    reporter->start(trainer.mesh().layout().to_string(), trainer.plan().describe(),
+                    trainer.model().config().num_parameters());
   std::vector<StepMetrics> steps;
   for (int64_t s = 0; s < config.steps; ++s) {
     steps.push_back(trainer.step());

@@ -10,7 +10,7 @@ struct StepMetrics {
   int64_t step = 0;
   double loss = 0.0;        // mean cross-entropy over the global batch
   float lr = 0.f;
-  double grad_norm = -1.0;  // global gradient norm before clipping; -1 when not computed
+  double grad_norm = 0.0;  // global gradient norm before clipping
   double step_time_s = 0.0;  // slowest rank
   double tokens_per_s = 0.0;  // global tokens / step time
   double exposed_comm_s = 0.0;  // time blocked on communication, slowest rank

@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "mesh/axis_names.h"
+#include "plugins/builtin_strategies.h"
 
 namespace meshtrain {
 
@@ -34,9 +36,23 @@ void check_output_path(const std::string& path, const char* flag) {
 }
 }  // namespace
 
+TrainConfig& TrainConfig::set(const std::string& plugin, const std::string& key,
+                              const std::string& value) {
+  strategies[plugin][key] = value;
+  return *this;
+}
+
+std::string TrainConfig::option(const std::string& plugin, const std::string& key,
+                                const std::string& fallback) const {
+  const auto p = strategies.find(plugin);
+  if (p == strategies.end()) return fallback;
+  const auto o = p->second.find(key);
+  return o == p->second.end() ? fallback : o->second;
+}
+
 MeshLayout TrainConfig::effective_mesh() const {
   if (mesh.ndim() > 0) return mesh;
-  return MeshLayout({{"dp_shard", world}});
+  return MeshLayout({{std::string(mesh_axis::dp_shard), world}});
 }
 
 void TrainConfig::validate() const {
@@ -55,16 +71,19 @@ void TrainConfig::validate() const {
   check_output_path(metrics_path, "--metrics");
   const MeshLayout layout = effective_mesh();
   layout.check_world_size(world);
-  int64_t dp = 1;
-  for (const char* axis : {"dp_replicate", "dp_shard"})
-    if (layout.has_axis(axis)) dp *= layout.axis_size(axis);
+  const int64_t dp = layout.span_size(mesh_axis::dp);
   MT_CHECK_EQ(batch % dp, 0, "--batch must divide by the data-parallel degree ", dp);
   MT_CHECK_EQ((batch / dp) % grad_accum, 0, "--batch / data-parallel degree (", batch / dp,
               ") must divide by --grad-accum");
   for (const MeshAxis& axis : layout.axes())
-    MT_CHECK(axis.size == 1 || axis.name == "dp_shard" || axis.name == "dp_replicate",
-             "mesh axis ", axis.name, "=", axis.size,
-             " has no strategy yet: this build runs data-parallel meshes (dp_replicate, dp_shard)");
+    MT_CHECK(axis.size == 1 || axis.name != mesh_axis::pp, "mesh axis ", axis.name, "=", axis.size,
+             " has no strategy yet: this build runs dp_replicate, dp_shard and tp meshes");
+  const int64_t tp = layout.has_axis(mesh_axis::tp) ? layout.axis_size(mesh_axis::tp) : 1;
+  MT_CHECK_EQ(model.heads % tp, 0, "--heads (", model.heads,
+              ") must divide by tp: tensor parallelism splits attention heads over tp");
+  // Every plugin option is parsed once, by its plugin: build them now so a bad one fails here.
+  const StrategyRegistry registry = builtin_strategies();
+  for (const auto& [plugin, options] : strategies) registry.create(plugin, options);
 }
 
 }  // namespace meshtrain

@@ -2,12 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "mesh/mesh_layout.h"
 #include "models/gpt2_config.h"
 #include "models/lr_schedule.h"
-#include "plugins/fsdp/fsdp_options.h"
+#include "parallel/strategy_registry.h"
 
 namespace meshtrain {
 
@@ -32,12 +33,20 @@ struct TrainConfig {
   int world = 1;
   BackendKind backend = BackendKind::local;
   MeshLayout mesh;  // default: dp_shard over the whole world
-  FsdpOptions fsdp;
+  // Options of each plugin by name ("fsdp": mode, prefetch, ...; "tp": sequence_parallel), as
+  // the strategy registry reads them (plugins/builtin_strategies.h); unset options take the
+  // plugin's defaults.
+  std::map<std::string, StrategyOptions> strategies;
   int64_t sample_bytes = 200;  // text generated at the end (byte-level models); 0: none
   bool quiet = false;
 
   // The mesh to run on: the given one, or dp_shard=world.
   MeshLayout effective_mesh() const;
+  // Sets one plugin option: config.set("fsdp", "mode", "hybrid").
+  TrainConfig& set(const std::string& plugin, const std::string& key, const std::string& value);
+  // The option as set, or `fallback`.
+  std::string option(const std::string& plugin, const std::string& key,
+                     const std::string& fallback) const;
   // InvalidArgument naming the flag and what was expected.
   void validate() const;
 };

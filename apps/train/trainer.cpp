@@ -10,6 +10,10 @@
 #include "models/safetensors.h"
 #include "models/sampling.h"
 #include "models/token_file.h"
+#include "mesh/axis_names.h"
+#include "parallel/global_parameters.h"
+#include "parallel/grad_norm.h"
+#include "plugins/builtin_strategies.h"
 
 namespace meshtrain {
 
@@ -22,12 +26,26 @@ AdamWConfig adamw_config(const TrainConfig& config) {
   return c;
 }
 
-// FSDP binds to the data axes the mesh has (dp_replicate and/or dp_shard).
-std::vector<std::string> data_axes(const MeshLayout& layout) {
-  std::vector<std::string> axes;
-  for (const char* axis : {"dp_replicate", "dp_shard"})
-    if (layout.has_axis(axis)) axes.push_back(axis);
-  return axes;
+// The plan for the mesh: each mesh axis goes to the plugin that serves it, the data axes together.
+void build_plan(ParallelPlan& plan, const MeshLayout& layout, const TrainConfig& config) {
+  const StrategyRegistry registry = builtin_strategies();
+  std::vector<std::pair<std::string, std::vector<std::string>>> bindings;  // in mesh order
+  for (const MeshAxis& axis : layout.axes()) {
+    const std::string plugin = plugin_for_axis(axis.name);
+    if (bindings.empty() || bindings.back().first != plugin) bindings.push_back({plugin, {}});
+    bindings.back().second.push_back(axis.name);
+  }
+  for (const auto& [plugin, options] : config.strategies)
+    MT_CHECK(std::any_of(bindings.begin(), bindings.end(),
+                         [&](const auto& b) { return b.first == plugin; }),
+             "options are given for the '", plugin, "' plugin, but the mesh ", layout.to_string(),
+             " has no axis it serves");
+  for (const auto& [plugin, axes] : bindings) {
+    const auto options = config.strategies.find(plugin);
+    plan.add(registry.create(plugin, options == config.strategies.end() ? StrategyOptions{}
+                                                                        : options->second),
+             axes);
+  }
 }
 
 template <typename T>
@@ -45,62 +63,45 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
   model_ = std::make_unique<GPT2>(config_.model, options);
   if (!config_.init_path.empty()) load_parameters(model_->parameters(), config_.init_path);
 
-  const std::vector<std::string> axes = data_axes(mesh_->layout());
-  if (!axes.empty()) {
-    auto fsdp = std::make_unique<FsdpStrategy>(config_.fsdp);
-    fsdp_ = fsdp.get();
-    plan_.add(std::move(fsdp), axes);
-  }
+  build_plan(plan_, mesh_->layout(), config_);
   parallel_ = plan_.apply(*mesh_, *model_);
 
-  batches_ = std::make_unique<TokenBatches>(read_token_file(config_.data_path), config_.model.vocab,
-                                            config_.batch, config_.seq, mesh_->axis_size("dp"),
-                                            mesh_->axis_rank("dp"));
+  batches_ = std::make_unique<TokenBatches>(
+      read_token_file(config_.data_path), config_.model.vocab, config_.batch, config_.seq,
+      mesh_->axis_size(mesh_axis::dp), mesh_->axis_rank(mesh_axis::dp));
 }
 
-std::vector<Communicator*> Trainer::strategy_comms() const {
-  std::vector<Communicator*> comms;
-  for (const MeshAxis& axis : mesh_->layout().axes()) comms.push_back(&mesh_->comm(axis.name));
-  comms.push_back(&mesh_->comm("dp"));  // FSDP bound to both data axes runs on the flattened "dp"
-  return comms;
-}
+FsdpStrategy* Trainer::fsdp() const { return dynamic_cast<FsdpStrategy*>(plan_.find("fsdp")); }
 
 uint64_t Trainer::strategy_bytes_sent() const {
-  uint64_t total = 0;
-  for (Communicator* c : strategy_comms()) total += c->counters().total_sent();
+  // Every axis's group and the flattened "dp" (FSDP bound to both data axes runs on it).
+  uint64_t total = mesh_->comm(mesh_axis::dp).counters().total_sent();
+  for (const MeshAxis& axis : mesh_->layout().axes())
+    total += mesh_->comm(axis.name).counters().total_sent();
   return total;
 }
 
 StepMetrics Trainer::step() {
   memory_.reset_peaks();
   const uint64_t bytes_before = strategy_bytes_sent();
-  const double exposed_before = fsdp_ ? fsdp_->exposed_comm_seconds() : 0.0;
+  FsdpStrategy* fsdp_strategy = fsdp();
+  const double exposed_before = fsdp_strategy ? fsdp_strategy->exposed_comm_seconds() : 0.0;
   const auto start = Clock::now();
 
-  Engine& engine = *parallel_.engine;
   const TokenBatch batch = batches_->batch(step_);
   const int64_t micro_rows = batches_->local_batch() / config_.grad_accum;
   const double global_tokens = static_cast<double>(config_.batch * config_.seq);
-  double loss_sum = 0.0;
-  for (int k = 0; k < config_.grad_accum; ++k) {
-    MicroBatch mb;
-    mb.tokens = batch.tokens.rows(k * micro_rows, micro_rows);
-    mb.targets = batch.targets.rows(k * micro_rows, micro_rows);
-    mb.loss_scale = static_cast<float>(1.0 / global_tokens);
-    engine.begin_micro_batch(k, static_cast<int>(config_.grad_accum));
-    engine.forward(mb);
-    engine.backward(mb);
-    loss_sum += mb.loss_sum;
+  std::vector<MicroBatch> micro_batches(static_cast<size_t>(config_.grad_accum));
+  for (int64_t k = 0; k < config_.grad_accum; ++k) {
+    micro_batches[k].tokens = batch.tokens.rows(k * micro_rows, micro_rows);
+    micro_batches[k].targets = batch.targets.rows(k * micro_rows, micro_rows);
   }
-  engine.finish_backward();
+  const double loss = parallel_.runner->run(micro_batches, global_tokens);
 
   TrainableState& state = *parallel_.state;
   std::vector<OptimizerSlot> slots = state.optimizer_slots();
-  double grad_norm = -1.0;
-  if (config_.clip > 0.f) {
-    grad_norm = std::sqrt(state.grad_norm_squared());
-    clip_grads(slots, grad_norm, config_.clip);
-  }
+  const double grad_norm = global_grad_norm(slots, *mesh_);
+  if (config_.clip > 0.f) clip_grads(slots, grad_norm, config_.clip);
   const float lr = config_.lr.at(step_);
   optimizer_.step(slots, lr);
   state.zero_grad();
@@ -119,20 +120,19 @@ StepMetrics Trainer::step() {
                                       mem[MemoryCategory::comm].peak};
   const std::vector<uint64_t> counts = all_gather_values(world_, mine);
   const std::vector<double> reals = all_gather_values(
-      world_, std::vector<double>{loss_sum, seconds,
-                                  (fsdp_ ? fsdp_->exposed_comm_seconds() : 0.0) - exposed_before});
+      world_, std::vector<double>{seconds, (fsdp_strategy ? fsdp_strategy->exposed_comm_seconds()
+                                                          : 0.0) - exposed_before});
 
   StepMetrics m;
   m.step = step_;
   m.lr = lr;
   m.grad_norm = grad_norm;
+  m.loss = loss;
   const size_t n = static_cast<size_t>(world_.size()), k = mine.size();
-  // Each data rank holds distinct sequences, so the global loss is the sum over data ranks.
   for (size_t r = 0; r < n; ++r) {
     const uint64_t* c = &counts[r * k];
-    m.loss += reals[3 * r];
-    m.step_time_s = std::max(m.step_time_s, reals[3 * r + 1]);
-    m.exposed_comm_s = std::max(m.exposed_comm_s, reals[3 * r + 2]);
+    m.step_time_s = std::max(m.step_time_s, reals[2 * r]);
+    m.exposed_comm_s = std::max(m.exposed_comm_s, reals[2 * r + 1]);
     m.comm_bytes = std::max(m.comm_bytes, c[0]);
     m.peak_mem_per_rank.push_back(c[1]);
     m.sharded_state_bytes = std::max(m.sharded_state_bytes, c[2]);
@@ -141,30 +141,25 @@ StepMetrics Trainer::step() {
     m.unsharded_grad_peak_bytes = std::max(m.unsharded_grad_peak_bytes, c[5]);
     m.comm_staging_peak_bytes = std::max(m.comm_staging_peak_bytes, c[6]);
   }
-  m.loss /= global_tokens;
   m.peak_mem_bytes = max_of(m.peak_mem_per_rank);
   m.tokens_per_s = global_tokens / m.step_time_s;
   ++step_;
   return m;
 }
 
-void Trainer::for_each_full_param(
-    const std::function<void(const Parameter&, const Tensor&)>& fn) {
-  if (fsdp_) {
-    fsdp_->for_each_full_param(fn);
-    return;
-  }
-  for (Parameter* p : model_->parameters()) fn(*p, p->value());
+void Trainer::for_each_global_param(const ParameterVisitor& fn) {
+  for_each_global_parameter(*parallel_.state, *mesh_, fn);
 }
 
 void Trainer::save(const std::string& path) {
   std::unique_ptr<SafetensorsWriter> writer;
   if (rank() == 0) {
     std::vector<SafetensorsSpec> specs;
-    for (Parameter* p : model_->parameters()) specs.push_back({p->name(), DType::f32, p->shape()});
+    for (Parameter* p : model_->parameters())
+      specs.push_back({p->name(), DType::f32, p->global_shape()});
     writer = std::make_unique<SafetensorsWriter>(path, std::move(specs));
   }
-  for_each_full_param([&](const Parameter& p, const Tensor& value) {
+  for_each_global_param([&](const Parameter& p, const Tensor& value) {
     if (writer) writer->write(p.name(), value);
   });
   if (writer) writer->finish();
@@ -174,7 +169,7 @@ std::string Trainer::sample(int64_t bytes, uint64_t seed) {
   MT_CHECK_EQ(config_.model.vocab, 256, "sampling text needs a byte-level model (vocab 256)");
   std::unique_ptr<GPT2> whole;
   if (rank() == 0) whole = std::make_unique<GPT2>(config_.model);
-  for_each_full_param([&](const Parameter& p, const Tensor& value) {
+  for_each_global_param([&](const Parameter& p, const Tensor& value) {
     if (whole) whole->parameter(p.name()).value().copy_from(value);
   });
   if (!whole) return "";

@@ -1,9 +1,9 @@
-// Trainer: one rank's view of a training run — the mesh, GPT-2, the parallel plan (FSDP on the
-// data axes), the data, AdamW — and the step loop. Every rank of the world constructs one with the
-// same config and calls the same methods in the same order (SPMD).
+// Trainer: one rank's view of a training run — the mesh, GPT-2, the parallel plan built from the
+// mesh's axes and the built-in plugins, the data, AdamW — feeding batches to the step runner and
+// stepping the optimizer. Every rank of the world constructs one with the same config and calls
+// the same methods in the same order (SPMD).
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,11 +30,13 @@ class Trainer {
 
   GPT2& model() { return *model_; }
   DeviceMesh& mesh() { return *mesh_; }
-  FsdpStrategy* fsdp() { return fsdp_; }
+  const ParallelPlan& plan() const { return plan_; }
+  // The FSDP strategy of the plan (null without data axes).
+  FsdpStrategy* fsdp() const;
   int rank() const { return world_.rank(); }
 
-  // Collective: calls fn on every parameter's full value, one FSDP unit unsharded at a time.
-  void for_each_full_param(const std::function<void(const Parameter&, const Tensor&)>& fn);
+  // Collective: calls fn on every parameter's global fp32 value (Hugging Face shape).
+  void for_each_global_param(const ParameterVisitor& fn);
   // Collective: rank 0 writes the full model to a safetensors file.
   void save(const std::string& path);
   // Collective: rank 0 returns text sampled from the trained model (byte-level models only);
@@ -42,7 +44,6 @@ class Trainer {
   std::string sample(int64_t bytes, uint64_t seed);
 
  private:
-  std::vector<Communicator*> strategy_comms() const;
   uint64_t strategy_bytes_sent() const;
 
   TrainConfig config_;
@@ -51,7 +52,6 @@ class Trainer {
   std::unique_ptr<DeviceMesh> mesh_;
   std::unique_ptr<GPT2> model_;
   ParallelPlan plan_;
-  FsdpStrategy* fsdp_ = nullptr;
   ParallelModel parallel_;
   std::unique_ptr<TokenBatches> batches_;
   AdamW optimizer_;

@@ -33,8 +33,8 @@ std::function<std::vector<UnitSpec>(Model&)> group_units_policy(int blocks) {
         grouped.push_back(defaults[i]);
       } else {
         grouped.back().name += "+" + defaults[i].name;
-        grouped.back().stages.insert(grouped.back().stages.end(), defaults[i].stages.begin(),
-                                     defaults[i].stages.end());
+        grouped.back().layers.insert(grouped.back().layers.end(), defaults[i].layers.begin(),
+                                     defaults[i].layers.end());
       }
     }
     return grouped;

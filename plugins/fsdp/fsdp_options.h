@@ -35,7 +35,7 @@ struct FsdpOptions {
   GradSync grad_sync = GradSync::every_micro_batch;
   // The root unit (embeddings and tied head) stays unsharded from forward to backward, as in FSDP2.
   bool reshard_root_after_forward = false;
-  // Which stages form one unit; empty: the model's default (GPT-2: the root, then one per block).
+  // Which layers form one unit; empty: the model's default (GPT-2: the root, then one per block).
   std::function<std::vector<UnitSpec>(Model&)> unit_policy;
 };
 

@@ -87,21 +87,12 @@ std::vector<OptimizerSlot> FsdpTrainableState::optimizer_slots() {
   return slots;
 }
 
-double FsdpTrainableState::grad_norm_squared() {
-  double local = 0.0;
-  for (const auto& u : runtime_.units()) local += u->local_grad_norm_squared();
-  Communicator* shard = runtime_.groups().shard;
-  if (!shard) return local;
-  // Through the device the group moves data on (the host, or the GPU for nccl).
-  const Tensor sum =
-      Tensor::from_vector(std::vector<float>{static_cast<float>(local)}, {1}).to(
-          shard->exchange_device());
-  shard->all_reduce(sum, ReduceOp::sum)->wait();
-  return sum.to_vector()[0];
-}
-
 void FsdpTrainableState::zero_grad() {
   for (const auto& u : runtime_.units()) u->zero_grad();
+}
+
+void FsdpTrainableState::for_each_compute_value(const ParameterVisitor& fn) {
+  for (const auto& u : runtime_.units()) u->for_each_full_param(fn);
 }
 
 }  // namespace meshtrain

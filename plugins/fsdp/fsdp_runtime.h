@@ -53,10 +53,9 @@ class FsdpTrainableState : public TrainableState {
  public:
   explicit FsdpTrainableState(FsdpRuntime& runtime) : runtime_(runtime) {}
   std::vector<OptimizerSlot> optimizer_slots() override;
-  // Shards are disjoint within the shard group and identical across replicas, so the local sums
-  // are added over the shard group only.
-  double grad_norm_squared() override;
   void zero_grad() override;
+  // Gathers the fp32 master shards one unit at a time.
+  void for_each_compute_value(const ParameterVisitor& fn) override;
 
  private:
   FsdpRuntime& runtime_;

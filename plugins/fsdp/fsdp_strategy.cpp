@@ -3,15 +3,16 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "mesh/axis_names.h"
 #include "mesh/device_mesh.h"
 
 namespace meshtrain {
 
 namespace {
 
-bool binds(const std::vector<std::string>& axes, const std::string& axis) {
+bool binds(const std::vector<std::string>& axes, std::string_view axis) {
   return std::find(axes.begin(), axes.end(), axis) != axes.end() ||
-         std::find(axes.begin(), axes.end(), "dp") != axes.end();
+         std::find(axes.begin(), axes.end(), mesh_axis::dp) != axes.end();
 }
 
 int parse_count(const std::string& key, const std::string& value) {
@@ -31,24 +32,26 @@ Communicator* group_or_null(Communicator& comm) { return comm.size() > 1 ? &comm
 
 FsdpGroups resolve_groups(DeviceMesh& mesh, const std::vector<std::string>& axes, FsdpMode mode) {
   for (const std::string& axis : axes)
-    MT_CHECK(axis == "dp_shard" || axis == "dp_replicate" || axis == "dp",
+    MT_CHECK(axis == mesh_axis::dp_shard || axis == mesh_axis::dp_replicate || axis == mesh_axis::dp,
              "fsdp binds to the data axes dp_shard, dp_replicate or dp, got '", axis, "'");
-  for (const std::string axis : {"dp_replicate", "dp_shard"})
+  for (std::string_view axis : {mesh_axis::dp_replicate, mesh_axis::dp_shard})
     MT_CHECK(!mesh.has_axis(axis) || mesh.axis_size(axis) == 1 || binds(axes, axis),
              "mesh axis ", axis, " (size ", mesh.has_axis(axis) ? mesh.axis_size(axis) : 1,
              ") is not bound to fsdp; bind every data axis",
-             axis == "dp_replicate" ? " (or use mode hybrid)" : "");
-  Communicator& bound = axes.size() == 1 ? mesh.comm(axes[0]) : mesh.comm("dp");
+             axis == mesh_axis::dp_replicate ? " (or use mode hybrid)" : "");
+  const std::string bound_axis = axes.size() == 1 ? axes[0] : std::string(mesh_axis::dp);
+  Communicator& bound = mesh.comm(bound_axis);
   switch (mode) {
     case FsdpMode::full:
-    case FsdpMode::grad_op: return {group_or_null(bound), nullptr};
-    case FsdpMode::none: return {nullptr, group_or_null(bound)};
+    case FsdpMode::grad_op: return {group_or_null(bound), nullptr, bound_axis};
+    case FsdpMode::none: return {nullptr, group_or_null(bound), ""};
     case FsdpMode::hybrid:
-      MT_CHECK(mesh.has_axis("dp_shard") && mesh.has_axis("dp_replicate") && binds(axes, "dp_shard") &&
-                   binds(axes, "dp_replicate"),
+      MT_CHECK(mesh.has_axis(mesh_axis::dp_shard) && mesh.has_axis(mesh_axis::dp_replicate) &&
+                   binds(axes, mesh_axis::dp_shard) && binds(axes, mesh_axis::dp_replicate),
                "fsdp mode hybrid needs a mesh with dp_replicate and dp_shard, both bound; mesh is ",
                mesh.layout().to_string());
-      return {group_or_null(mesh.comm("dp_shard")), group_or_null(mesh.comm("dp_replicate"))};
+      return {group_or_null(mesh.comm(mesh_axis::dp_shard)),
+              group_or_null(mesh.comm(mesh_axis::dp_replicate)), std::string(mesh_axis::dp_shard)};
   }
   throw InvalidArgument("unknown FSDP mode");
 }
@@ -66,7 +69,7 @@ void FsdpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& a
   const FsdpGroups groups = resolve_groups(ctx.mesh, axes, options_.mode);
   if (options_.unit_policy) ctx.unit_specs = options_.unit_policy(*ctx.model);
   const UnitPlan plan = make_unit_plan(*ctx.model, ctx.unit_specs);
-  const int root = plan.unit_of_stage.empty() ? -1 : plan.unit_of_stage.front();
+  const int root = plan.unit_of_layer.empty() ? -1 : plan.unit_of_layer.front();
   const bool reshard =
       options_.mode == FsdpMode::full || options_.mode == FsdpMode::hybrid;
   std::vector<std::unique_ptr<FsdpUnit>> units;
@@ -96,12 +99,6 @@ CommCounters FsdpStrategy::counters() const {
   if (g.shard) total += g.shard->counters();
   if (g.replicate) total += g.replicate->counters();
   return total;
-}
-
-void FsdpStrategy::for_each_full_param(
-    const std::function<void(const Parameter&, const Tensor&)>& fn) {
-  MT_CHECK(runtime_ != nullptr, "fsdp has not been applied yet");
-  for (const auto& u : runtime_->units()) u->for_each_full_param(fn);
 }
 
 void register_fsdp(StrategyRegistry& registry) {

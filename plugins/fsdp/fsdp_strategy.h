@@ -35,8 +35,6 @@ class FsdpStrategy : public Strategy {
   // Bytes moved by this rank on FSDP's communicators since construction.
   CommCounters counters() const;
   double exposed_comm_seconds() const { return clock_.exposed_seconds; }
-  // Collective: visits every parameter's full value, one unit unsharded at a time.
-  void for_each_full_param(const std::function<void(const Parameter&, const Tensor&)>& fn);
 
  private:
   FsdpOptions options_;

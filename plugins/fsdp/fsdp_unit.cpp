@@ -247,14 +247,13 @@ std::vector<OptimizerSlot> FsdpUnit::optimizer_slots() {
     if (s.grad_offset < 0) continue;
     const int64_t n = s.rows_of(shard_rank(), shard_size()).size * s.row_numel;
     if (n == 0) continue;  // this rank holds none of it: padding never reaches the optimizer
+    const Layout layout = shard_size() > 1
+                              ? s.param->layout().then(config_.groups.shard_axis, Shard{0})
+                              : s.param->layout();
     slots.push_back({s.param->name(), master_.view(s.offset, {n}),
-                     grad_shard_.view(s.grad_offset, {n}), s.param->decays()});
+                     grad_shard_.view(s.grad_offset, {n}), s.param->decays(), layout});
   }
   return slots;
-}
-
-double FsdpUnit::local_grad_norm_squared() const {
-  return grad_shard_.numel() ? ops::sum_squares(grad_shard_) : 0.0;
 }
 
 void FsdpUnit::zero_grad() { grad_shard_.zero_(); }

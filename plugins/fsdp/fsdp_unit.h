@@ -33,6 +33,7 @@ std::string_view training_phase_name(TrainingPhase phase);
 struct FsdpGroups {
   Communicator* shard = nullptr;
   Communicator* replicate = nullptr;
+  std::string shard_axis;  // the mesh axis (or flattened "dp") the shard group spans
 };
 
 struct FsdpUnitConfig {
@@ -82,7 +83,6 @@ class FsdpUnit {
   void finish_reduction(bool wait_for_replicas);
 
   std::vector<OptimizerSlot> optimizer_slots();
-  double local_grad_norm_squared() const;
   void zero_grad();
   // Collective: calls fn(parameter, full fp32 value) for every parameter, gathered from the fp32
   // master shards whatever the compute dtype; the unit's state is left as it is.

@@ -1,5 +1,6 @@
-// Every FSDP layout on local ranks reproduces the single-rank run step by step: same data, same
-// initialisation, losses within 1e-5 relative.
+// End to end through run_training: FSDP and tensor-parallel layouts on local ranks reproduce the
+// single-rank run step by step (same data, same initialisation): losses and gradient norms within
+// 1e-5 relative.
 #include <cmath>
 #include <sstream>
 
@@ -17,11 +18,12 @@ struct Layout {
   const char* name;
   int world;
   const char* mesh;  // empty: dp_shard=world
-  FsdpMode mode;
+  const char* mode;  // fsdp's; empty for a mesh without data axes
   int64_t grad_accum = 1;
+  bool sequence_parallel = false;
 };
 
-class FsdpEquivalence : public ::testing::TestWithParam<Layout> {};
+class LayoutEquivalence : public ::testing::TestWithParam<Layout> {};
 
 TrainConfig base_config(const std::string& data) {
   TrainConfig c;
@@ -36,7 +38,7 @@ TrainConfig base_config(const std::string& data) {
   return c;
 }
 
-TEST_P(FsdpEquivalence, MatchesOneRankStepByStep) {
+TEST_P(LayoutEquivalence, MatchesOneRankStepByStep) {
   const Layout& layout = GetParam();
   ScratchDir dir;
   const std::string data = dir.file("tokens.bin");
@@ -50,7 +52,8 @@ TEST_P(FsdpEquivalence, MatchesOneRankStepByStep) {
   TrainConfig multi = base_config(data);
   multi.world = layout.world;
   if (*layout.mesh) multi.mesh = parse_mesh_spec(layout.mesh);
-  multi.fsdp.mode = layout.mode;
+  if (*layout.mode) multi.set("fsdp", "mode", layout.mode);
+  if (layout.sequence_parallel) multi.set("tp", "sequence_parallel", "true");
   multi.grad_accum = layout.grad_accum;
   const std::vector<StepMetrics> actual = run_training(multi, out, false);
 
@@ -59,6 +62,8 @@ TEST_P(FsdpEquivalence, MatchesOneRankStepByStep) {
   for (size_t s = 0; s < expected.size(); ++s) {
     EXPECT_NEAR(actual[s].loss, expected[s].loss, 1e-5 * std::abs(expected[s].loss))
         << "step " << s;
+    EXPECT_NEAR(actual[s].grad_norm, expected[s].grad_norm, 1e-5 * expected[s].grad_norm)
+        << "step " << s;
     EXPECT_EQ(actual[s].peak_mem_per_rank.size(), static_cast<size_t>(layout.world));
   }
   // The run must actually train, or equal losses would prove little.
@@ -66,13 +71,14 @@ TEST_P(FsdpEquivalence, MatchesOneRankStepByStep) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Layouts, FsdpEquivalence,
-    ::testing::Values(Layout{"full4", 4, "", FsdpMode::full},
-                      Layout{"full3", 3, "", FsdpMode::full},
-                      Layout{"grad_op4", 4, "", FsdpMode::grad_op},
-                      Layout{"none2", 2, "", FsdpMode::none},
-                      Layout{"hybrid2x2", 4, "dp_replicate=2,dp_shard=2", FsdpMode::hybrid},
-                      Layout{"full2_accum3", 2, "", FsdpMode::full, 3}),
+    Layouts, LayoutEquivalence,
+    ::testing::Values(Layout{"full4", 4, "", "full"}, Layout{"full3", 3, "", "full"},
+                      Layout{"grad_op4", 4, "", "grad_op"}, Layout{"none2", 2, "", "none"},
+                      Layout{"hybrid2x2", 4, "dp_replicate=2,dp_shard=2", "hybrid"},
+                      Layout{"full2_accum3", 2, "", "full", 3},
+                      Layout{"tp2", 2, "tp=2", ""},
+                      Layout{"full2_tp2_sp", 4, "dp_shard=2,tp=2", "full", 1, true},
+                      Layout{"hybrid2x2_tp2", 8, "dp_replicate=2,dp_shard=2,tp=2", "hybrid"}),
     [](const ::testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -88,13 +88,36 @@ TEST(TrainConfig, MeshSizeMustMatchWorld) {
   EXPECT_THAT(msg, HasSubstr("world size 4"));
 }
 
-TEST(TrainConfig, TensorAxisHasNoStrategyYet) {
+TEST(TrainConfig, PipelineAxisHasNoStrategyYet) {
   TrainConfig c = valid_config();
   c.mesh = parse_mesh_spec("dp_shard=2,tp=2");
-  const std::string msg = validate_message(c);
-  EXPECT_THAT(msg, HasSubstr("mesh axis tp=2 has no strategy yet"));
+  EXPECT_EQ(validate_message(c), "<valid>");
   c.mesh = parse_mesh_spec("pp=2,dp_shard=2");
   EXPECT_THAT(validate_message(c), HasSubstr("mesh axis pp=2 has no strategy yet"));
+}
+
+TEST(TrainConfig, HeadsMustDivideByTp) {
+  TrainConfig c = valid_config();
+  c.world = 3;
+  c.batch = 3;
+  c.mesh = parse_mesh_spec("tp=3");
+  EXPECT_THAT(validate_message(c),
+              HasSubstr("--heads (4) must divide by tp: tensor parallelism splits attention heads"));
+}
+
+TEST(TrainConfig, PluginOptionsAreParsedByTheirPlugin) {
+  TrainConfig c = valid_config();
+  c.set("fsdp", "mode", "sharded");
+  EXPECT_THAT(validate_message(c), HasSubstr("unknown FSDP mode 'sharded'"));
+  c = valid_config();
+  c.set("tp", "sequence_parallel", "yes");
+  EXPECT_THAT(validate_message(c), HasSubstr("sequence_parallel expects true or false, got 'yes'"));
+  c = valid_config();
+  c.set("tp", "sequence", "true");
+  EXPECT_THAT(validate_message(c), HasSubstr("unknown tp option 'sequence'"));
+  c = valid_config();
+  c.set("pp", "schedule", "1f1b");
+  EXPECT_THAT(validate_message(c), HasSubstr("unknown strategy 'pp'"));
 }
 
 TEST(TrainConfig, MissingDataAndNonPositiveCounts) {

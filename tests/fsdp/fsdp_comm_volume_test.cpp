@@ -3,7 +3,7 @@
 // one all-gather or reduce-scatter of a unit moves (W - 1) * padded shard bytes each way.
 #include <gtest/gtest.h>
 
-#include "tests/fsdp/fsdp_runs.h"
+#include "tests/support/training_runs.h"
 
 namespace meshtrain::testing {
 namespace {
@@ -16,10 +16,10 @@ uint64_t one_step_bytes(TrainConfig c) {
 class FsdpCommVolume : public ::testing::TestWithParam<int> {
  protected:
   GPT2Config model_{67, 13, 24, 2, 4};
-  TrainConfig config(FsdpMode mode) const {
+  TrainConfig config(const char* mode) const {
     TrainConfig c = small_config(model_, synthetic_token_file(67, 4096));
     c.world = GetParam();
-    c.fsdp.mode = mode;
+    c.set("fsdp", "mode", mode);
     return c;
   }
 };
@@ -34,27 +34,27 @@ TEST_P(FsdpCommVolume, FullGathersTwiceAndReduceScattersOnce) {
     if (u > 0) backward += bytes;  // the root stays unsharded from forward to backward
     reduce += bytes;
   }
-  EXPECT_EQ(one_step_bytes(config(FsdpMode::full)), forward + backward + reduce);
+  EXPECT_EQ(one_step_bytes(config("full")), forward + backward + reduce);
 }
 
 TEST_P(FsdpCommVolume, GradOpSkipsTheBackwardGathers) {
   const int64_t w = GetParam();
   uint64_t expected = 0;
   for (const UnitSizes& u : gpt2_units(model_, w)) expected += 2 * 4 * (w - 1) * u.padded;
-  EXPECT_EQ(one_step_bytes(config(FsdpMode::grad_op)), expected);
+  EXPECT_EQ(one_step_bytes(config("grad_op")), expected);
 }
 
 TEST_P(FsdpCommVolume, NoneAllReducesEveryGradient) {
   const int64_t w = GetParam();
   uint64_t expected = 0;
   for (const UnitSizes& u : gpt2_units(model_, 1)) expected += 2 * (4 * u.full) * (w - 1) / w;
-  EXPECT_EQ(one_step_bytes(config(FsdpMode::none)), expected);
+  EXPECT_EQ(one_step_bytes(config("none")), expected);
 }
 
 TEST_P(FsdpCommVolume, Bf16HalvesWhereItApplies) {
   const int64_t w = GetParam();
-  TrainConfig c = config(FsdpMode::full);
-  c.fsdp.param_dtype = DType::bf16;
+  TrainConfig c = config("full");
+  c.set("fsdp", "param_dtype", "bf16");
   uint64_t gathers = 0, reduce = 0;
   const auto units = gpt2_units(model_, w);
   for (size_t u = 0; u < units.size(); ++u) {
@@ -63,7 +63,7 @@ TEST_P(FsdpCommVolume, Bf16HalvesWhereItApplies) {
     reduce += 4 * elements;
   }
   EXPECT_EQ(one_step_bytes(c), gathers + reduce);
-  c.fsdp.reduce_dtype = DType::bf16;
+  c.set("fsdp", "reduce_dtype", "bf16");
   EXPECT_EQ(one_step_bytes(c), gathers + reduce / 2);
 }
 
@@ -75,11 +75,11 @@ TEST_P(FsdpCommVolume, GradientAccumulationGathersPerMicroBatch) {
     gathers += (u > 0 ? 2 : 1) * 4 * (w - 1) * units[u].padded;
     reduce += 4 * (w - 1) * units[u].padded;
   }
-  TrainConfig c = config(FsdpMode::full);
+  TrainConfig c = config("full");
   c.grad_accum = 2;
-  c.fsdp.grad_sync = GradSync::every_micro_batch;
+  c.set("fsdp", "grad_sync", "every");
   EXPECT_EQ(one_step_bytes(c), 2 * gathers + 2 * reduce);
-  c.fsdp.grad_sync = GradSync::last_micro_batch;
+  c.set("fsdp", "grad_sync", "last");
   EXPECT_EQ(one_step_bytes(c), 2 * gathers + reduce);
 }
 
@@ -91,7 +91,7 @@ TEST(FsdpCommVolume, HybridAddsTheReplicaAllReduce) {
   TrainConfig c = small_config(model, synthetic_token_file(67, 4096));
   c.world = 8;
   c.mesh = parse_mesh_spec("dp_replicate=2,dp_shard=4");
-  c.fsdp.mode = FsdpMode::hybrid;
+  c.set("fsdp", "mode", "hybrid");
   const int64_t shard = 4, replicas = 2;
   uint64_t expected = 0;
   const auto units = gpt2_units(model, shard);
@@ -109,12 +109,12 @@ TEST(FsdpCommVolume, ZeroRatiosToDataParallel) {
   const GPT2Config model{64, 16, 32, 2, 4};
   TrainConfig c = small_config(model, synthetic_token_file(64, 4096));
   c.world = 4;
-  c.fsdp.reshard_root_after_forward = true;
-  c.fsdp.mode = FsdpMode::none;
+  c.set("fsdp", "reshard_root", "true");
+  c.set("fsdp", "mode", "none");
   const uint64_t ddp = one_step_bytes(c);
-  c.fsdp.mode = FsdpMode::full;
+  c.set("fsdp", "mode", "full");
   EXPECT_EQ(2 * one_step_bytes(c), 3 * ddp);
-  c.fsdp.mode = FsdpMode::grad_op;
+  c.set("fsdp", "mode", "grad_op");
   EXPECT_EQ(one_step_bytes(c), ddp);
 }
 

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "tests/fsdp/fsdp_runs.h"
+#include "tests/support/training_runs.h"
 
 namespace meshtrain::testing {
 namespace {
@@ -73,7 +73,7 @@ TEST_P(FsdpUnshardedPeak, StaysWithinTheRootAndOneBlock) {
   const GPT2Config model{64, 16, 32, 4, 4};
   TrainConfig c = small_config(model, synthetic_token_file(64, 4096));
   c.world = 4;
-  c.fsdp.prefetch = prefetch;
+  c.set("fsdp", "prefetch", std::to_string(prefetch));
   int in_flight = -1;
   const MemoryStats s = stats_after_steps(c, 2, 0, [&](Trainer& t) {
     in_flight = t.fsdp()->runtime().max_in_flight_seen();
@@ -99,9 +99,9 @@ TEST(FsdpMemory, ModelStateAtLeastFourTimesBelowDataParallel) {
   TrainConfig c = small_config(model, synthetic_token_file(64, 4096));
   c.world = 8;
   c.batch = 8;
-  c.fsdp.mode = FsdpMode::none;
+  c.set("fsdp", "mode", "none");
   const uint64_t ddp = stats_after_steps(c, 2, 0).model_state.peak;
-  c.fsdp.mode = FsdpMode::full;
+  c.set("fsdp", "mode", "full");
   const uint64_t zero3 = stats_after_steps(c, 2, 0).model_state.peak;
   EXPECT_EQ(ddp, 16u * model_numel(model)) << "DDP holds parameters, gradients and two moments";
   EXPECT_GE(ddp, 4 * zero3) << "DDP " << ddp << " bytes vs FSDP " << zero3 << " bytes";

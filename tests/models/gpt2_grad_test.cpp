@@ -124,7 +124,7 @@ TEST(GPT2Backward, BackwardNeedsTheLossScale) {
   GPT2 model(config);
   MicroBatch mb = random_batch(config, 1, 4, 4).micro_batch();
   forward(model, mb);
-  EXPECT_THROW(model.stages().back()->backward(mb, 3), InvalidArgument);
+  EXPECT_THROW(model.layers().back()->backward(mb, 3), InvalidArgument);
 }
 
 }  // namespace

@@ -47,21 +47,21 @@ TEST(GPT2Init, NamesAndShapesAreHuggingFaces) {
   EXPECT_THROW(model.parameter("lm_head.weight"), InvalidArgument);
 }
 
-TEST(GPT2Init, StagesAndDefaultUnits) {
+TEST(GPT2Init, LayersAndDefaultUnits) {
   GPT2 model(gpt2_preset("tiny"));
-  const std::vector<Stage*> stages = model.stages();
-  ASSERT_EQ(stages.size(), 4u);
-  EXPECT_EQ(stages[0]->name(), "embedding");
-  EXPECT_EQ(stages[1]->name(), "h.0");
-  EXPECT_EQ(stages[3]->name(), "head");
+  const std::vector<Layer*> layers = model.layers();
+  ASSERT_EQ(layers.size(), 4u);
+  EXPECT_EQ(layers[0]->name(), "embedding");
+  EXPECT_EQ(layers[1]->name(), "h.0");
+  EXPECT_EQ(layers[3]->name(), "head");
   // The head reads the tied wte: the same Parameter as the embedding.
-  EXPECT_EQ(stages[0]->parameters()[0], stages[3]->parameters()[2]);
+  EXPECT_EQ(layers[0]->parameters()[0], layers[3]->parameters()[2]);
   const std::vector<UnitSpec> units = model.default_units();
   ASSERT_EQ(units.size(), 3u);
   EXPECT_EQ(units[0].name, "root");
-  EXPECT_EQ(units[0].stages, (std::vector<int>{0, 3}));
+  EXPECT_EQ(units[0].layers, (std::vector<int>{0, 3}));
   EXPECT_EQ(units[2].name, "h.1");
-  EXPECT_EQ(units[2].stages, (std::vector<int>{2}));
+  EXPECT_EQ(units[2].layers, (std::vector<int>{2}));
   const UnitPlan plan = make_unit_plan(model, units);
   EXPECT_EQ(plan.units[0].params.size(), 4u);  // wte, wpe, ln_f.weight, ln_f.bias
   EXPECT_EQ(plan.units[1].params.size(), 12u);

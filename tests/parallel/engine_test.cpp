@@ -1,5 +1,5 @@
-// Engine: stages run forward in order and backward in reverse, with each unit's hooks fired
-// around its first and last stage (pre hooks in add order, post hooks in reverse).
+// Engine: layers run forward in order and backward in reverse, with each unit's hooks fired
+// around its first and last layer (pre hooks in add order, post hooks in reverse).
 #include "parallel/engine.h"
 
 #include <gtest/gtest.h>
@@ -48,7 +48,7 @@ TEST(Engine, GPT2ShapedHookOrder) {
   engine.forward(mb);
   engine.backward(mb);
   engine.finish_backward();
-  EXPECT_TRUE(mb.saved.empty());  // every stage's backward took what its forward saved
+  EXPECT_TRUE(mb.saved.empty());  // every layer's backward took what its forward saved
 
   const Trace expected{
       "h.begin_micro_batch(0/1)",
@@ -68,7 +68,7 @@ TEST(Engine, GPT2ShapedHookOrder) {
 
 TEST(Engine, TwoHookObjectsNestLikeScopes) {
   Trace trace;
-  // Two stages in one unit: hooks fire once per unit, not per stage.
+  // Two layers in one unit: hooks fire once per unit, not per layer.
   ToyModel model(2, {{0}, {1}}, {{"u", {0, 1}}}, &trace);
   Engine engine(model, make_unit_plan(model, model.default_units()));
   TraceHooks outer("A", &trace, &engine.unit_plan());

@@ -28,8 +28,8 @@ TEST(UnitPlan, ContiguousUnits) {
   const UnitPlan plan = make_unit_plan(model, {{"a", {0}}, {"b", {2, 1}}});
   ASSERT_EQ(plan.units.size(), 2u);
   EXPECT_EQ(plan.units[0].name, "a");
-  EXPECT_EQ(plan.units[1].stages, (std::vector<int>{1, 2}));  // sorted ascending
-  EXPECT_EQ(plan.unit_of_stage, (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(plan.units[1].layers, (std::vector<int>{1, 2}));  // sorted ascending
+  EXPECT_EQ(plan.unit_of_layer, (std::vector<int>{0, 1, 1}));
   EXPECT_EQ(param_names(plan.units[0]), (std::vector<std::string>{"p0"}));
   // p2 is used twice inside unit b but listed once, in first-use order.
   EXPECT_EQ(param_names(plan.units[1]), (std::vector<std::string>{"p1", "p2", "p3"}));
@@ -49,15 +49,15 @@ TEST(UnitPlan, NonContiguousRootUnit) {
   const UnitPlan plan = make_unit_plan(model, model.default_units());
   ASSERT_EQ(plan.units.size(), 3u);
   EXPECT_EQ(plan.units[0].name, "root");
-  EXPECT_EQ(plan.units[0].stages, (std::vector<int>{0, 3}));
-  EXPECT_EQ(plan.unit_of_stage, (std::vector<int>{0, 1, 2, 0}));
+  EXPECT_EQ(plan.units[0].layers, (std::vector<int>{0, 3}));
+  EXPECT_EQ(plan.unit_of_layer, (std::vector<int>{0, 1, 2, 0}));
   // The tied p0 belongs to the root once; the head's own p3 joins it after p0.
   EXPECT_EQ(param_names(plan.units[0]), (std::vector<std::string>{"p0", "p3"}));
   EXPECT_EQ(param_names(plan.units[1]), (std::vector<std::string>{"p1"}));
   EXPECT_EQ(param_names(plan.units[2]), (std::vector<std::string>{"p2"}));
-  // Forward by first stage: root (0), block0 (1), block1 (2).
+  // Forward by first layer: root (0), block0 (1), block1 (2).
   EXPECT_EQ(plan.forward_order, (std::vector<int>{0, 1, 2}));
-  // Backward by last stage, descending: root (3), block1 (2), block0 (1).
+  // Backward by last layer, descending: root (3), block1 (2), block0 (1).
   EXPECT_EQ(plan.backward_order, (std::vector<int>{0, 2, 1}));
   // The embedding opens the root unit without closing it; the head closes it.
   EXPECT_TRUE(plan.first_in_unit(0));
@@ -67,16 +67,16 @@ TEST(UnitPlan, NonContiguousRootUnit) {
   for (int s : {1, 2}) EXPECT_TRUE(plan.first_in_unit(s) && plan.last_in_unit(s)) << s;
 }
 
-TEST(UnitPlan, OrdersFollowStagesNotSpecOrder) {
-  // Units listed in reverse: forward_order still goes by first stage.
+TEST(UnitPlan, OrdersFollowLayersNotSpecOrder) {
+  // Units listed in reverse: forward_order still goes by first layer.
   ToyModel model(3, {{0}, {1}, {2}});
   const UnitPlan plan = make_unit_plan(model, {{"c", {2}}, {"b", {1}}, {"a", {0}}});
-  EXPECT_EQ(plan.unit_of_stage, (std::vector<int>{2, 1, 0}));
+  EXPECT_EQ(plan.unit_of_layer, (std::vector<int>{2, 1, 0}));
   EXPECT_EQ(plan.forward_order, (std::vector<int>{2, 1, 0}));
   EXPECT_EQ(plan.backward_order, (std::vector<int>{0, 1, 2}));
 }
 
-TEST(UnitPlan, TiedParameterAcrossUnitsNamesBothStagesAndUnits) {
+TEST(UnitPlan, TiedParameterAcrossUnitsNamesBothLayersAndUnits) {
   // GPT-2 shape, but the head in its own unit: the tied p0 would live in two units.
   ToyModel model = gpt2_like(2);
   const std::vector<UnitSpec> specs{
@@ -84,38 +84,38 @@ TEST(UnitPlan, TiedParameterAcrossUnitsNamesBothStagesAndUnits) {
   EXPECT_THROW(make_unit_plan(model, specs), InvalidArgument);
   const std::string msg = error_message<InvalidArgument>([&] { make_unit_plan(model, specs); });
   EXPECT_THAT(msg, HasSubstr("parameter 'p0'"));
-  EXPECT_THAT(msg, HasSubstr("stage 's0' in unit 'embed'"));
-  EXPECT_THAT(msg, HasSubstr("stage 's3' in unit 'head'"));
+  EXPECT_THAT(msg, HasSubstr("layer 's0' in unit 'embed'"));
+  EXPECT_THAT(msg, HasSubstr("layer 's3' in unit 'head'"));
 }
 
-TEST(UnitPlan, StageInTwoUnits) {
+TEST(UnitPlan, LayerInTwoUnits) {
   ToyModel model(3, {{0}, {1}, {2}});
   const std::string msg = error_message<InvalidArgument>(
       [&] { make_unit_plan(model, {{"a", {0, 1}}, {"b", {1, 2}}}); });
-  EXPECT_THAT(msg, HasSubstr("stage 's1'"));
+  EXPECT_THAT(msg, HasSubstr("layer 's1'"));
   EXPECT_THAT(msg, HasSubstr("unit 'a'"));
   EXPECT_THAT(msg, HasSubstr("unit 'b'"));
 }
 
-TEST(UnitPlan, StageTwiceInOneUnit) {
+TEST(UnitPlan, LayerTwiceInOneUnit) {
   ToyModel model(2, {{0}, {1}});
   const std::string msg =
       error_message<InvalidArgument>([&] { make_unit_plan(model, {{"a", {0, 0, 1}}}); });
   EXPECT_THAT(msg, HasSubstr("'s0' twice"));
 }
 
-TEST(UnitPlan, StageInNoUnit) {
+TEST(UnitPlan, LayerInNoUnit) {
   ToyModel model(3, {{0}, {1}, {2}});
   const std::string msg =
       error_message<InvalidArgument>([&] { make_unit_plan(model, {{"a", {0}}, {"c", {2}}}); });
-  EXPECT_THAT(msg, HasSubstr("stage 's1' belongs to no unit"));
+  EXPECT_THAT(msg, HasSubstr("layer 's1' belongs to no unit"));
 }
 
-TEST(UnitPlan, StageOutOfRange) {
+TEST(UnitPlan, LayerOutOfRange) {
   ToyModel model(2, {{0}, {1}});
   const std::string msg =
       error_message<InvalidArgument>([&] { make_unit_plan(model, {{"a", {0, 1, 5}}}); });
-  EXPECT_THAT(msg, HasSubstr("unit 'a' names stage 5 of 2"));
+  EXPECT_THAT(msg, HasSubstr("unit 'a' names layer 5 of 2"));
   EXPECT_THROW(make_unit_plan(model, {{"a", {-1, 0, 1}}}), InvalidArgument);
 }
 
@@ -131,7 +131,7 @@ TEST(UnitPlan, EmptyNameOrEmptyUnit) {
   EXPECT_THROW(make_unit_plan(model, {{"", {0, 1}}}), InvalidArgument);
   EXPECT_THAT(error_message<InvalidArgument>(
                   [&] { make_unit_plan(model, {{"a", {0, 1}}, {"b", {}}}); }),
-              HasSubstr("unit 'b' has no stages"));
+              HasSubstr("unit 'b' has no layers"));
 }
 
 TEST(UnitPlan, TiedParameterInsideOneUnitIsFine) {

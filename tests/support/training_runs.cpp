@@ -1,9 +1,11 @@
-#include "tests/fsdp/fsdp_runs.h"
+#include "tests/support/training_runs.h"
 
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
+
+#include <gtest/gtest.h>
 
 #include "core/comm/local/spawn_ranks.h"
 #include "models/adamw.h"
@@ -19,7 +21,7 @@ namespace {
 // side), removed at exit.
 struct ProcessTokenDir {
   std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("meshtrain_fsdp_tests_" + std::to_string(::getpid()));
+                               ("meshtrain_training_runs_" + std::to_string(::getpid()));
   ProcessTokenDir() { std::filesystem::create_directories(path); }
   ~ProcessTokenDir() {
     std::error_code ignored;
@@ -93,7 +95,8 @@ RunResult run_reference(const TrainConfig& config) {
     result.losses.push_back(forward(model, mb));
     backward(model, mb);
     const std::vector<OptimizerSlot> slots = parameter_slots(model);
-    if (config.clip > 0.f) clip_grads(slots, std::sqrt(grad_sum_squares(slots)), config.clip);
+    result.grad_norms.push_back(std::sqrt(grad_sum_squares(slots)));
+    if (config.clip > 0.f) clip_grads(slots, result.grad_norms.back(), config.clip);
     optimizer.step(slots, config.lr.at(s));
     zero_grad(model);
   }
@@ -107,16 +110,62 @@ RunResult run_on_mesh(const TrainConfig& config) {
     std::vector<StepMetrics> metrics;
     for (int64_t s = 0; s < config.steps; ++s) metrics.push_back(trainer.step());
     std::map<std::string, std::vector<float>> params;
-    trainer.for_each_full_param([&](const Parameter& p, const Tensor& value) {
+    trainer.for_each_global_param([&](const Parameter& p, const Tensor& value) {
       params[p.name()] = value.to_vector();
     });
     if (trainer.rank() == 0) {
-      for (const StepMetrics& m : metrics) result.losses.push_back(m.loss);
+      for (const StepMetrics& m : metrics) {
+        result.losses.push_back(m.loss);
+        result.grad_norms.push_back(m.grad_norm);
+      }
       result.metrics = std::move(metrics);
       result.params = std::move(params);
     }
   });
   return result;
+}
+
+GPT2Config uneven_model() { return GPT2Config{67, 13, 24, 2, 4}; }
+
+TrainConfig uneven_config() {
+  return small_config(uneven_model(), synthetic_token_file(67, 4096));
+}
+
+const RunResult& uneven_reference(float clip) {
+  static std::map<float, RunResult> cache;
+  auto it = cache.find(clip);
+  if (it == cache.end()) {
+    TrainConfig c = uneven_config();
+    c.clip = clip;
+    it = cache.emplace(clip, run_reference(c)).first;
+  }
+  return it->second;
+}
+
+void expect_same_run(const RunResult& got, const RunResult& want) {
+  ASSERT_EQ(got.losses.size(), want.losses.size());
+  ASSERT_EQ(got.grad_norms.size(), want.grad_norms.size());
+  for (size_t s = 0; s < want.losses.size(); ++s) {
+    EXPECT_NEAR(got.losses[s], want.losses[s], 1e-5 * std::abs(want.losses[s])) << "step " << s;
+    EXPECT_NEAR(got.grad_norms[s], want.grad_norms[s], 1e-5 * want.grad_norms[s]) << "step " << s;
+  }
+  EXPECT_LT(want.losses.back(), want.losses.front()) << "the run must train for the test to mean much";
+
+  ASSERT_EQ(got.params.size(), want.params.size());
+  for (const auto& [name, values] : want.params) {
+    const auto it = got.params.find(name);
+    ASSERT_NE(it, got.params.end()) << name;
+    ASSERT_EQ(it->second.size(), values.size()) << name;
+    float worst = 0.f;
+    size_t at = 0;
+    for (size_t i = 0; i < values.size(); ++i)
+      if (std::abs(it->second[i] - values[i]) > worst) {
+        worst = std::abs(it->second[i] - values[i]);
+        at = i;
+      }
+    EXPECT_LE(worst, 1e-5f) << name << " element " << at << ": " << it->second[at] << " vs "
+                            << values[at];
+  }
 }
 
 void with_trainers(const TrainConfig& config,

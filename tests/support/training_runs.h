@@ -1,5 +1,6 @@
-// Training runs for the FSDP tests: the single-rank reference (the model's own forward, backward
-// and AdamW, no engine, no strategy) and the same run on a mesh through the Trainer.
+// Training runs for the parallelism tests: the single-rank reference (the model's own forward,
+// backward and AdamW, no strategy) and the same run on a mesh through the Trainer, and the check
+// that a mesh run reproduces the reference step by step.
 #pragma once
 
 #include <functional>
@@ -15,6 +16,7 @@ namespace meshtrain::testing {
 
 struct RunResult {
   std::vector<double> losses;
+  std::vector<double> grad_norms;                     // global, before clipping
   std::map<std::string, std::vector<float>> params;  // final full values by name
   std::vector<StepMetrics> metrics;                   // mesh runs only
 };
@@ -35,6 +37,17 @@ std::vector<UnitSizes> gpt2_units(const GPT2Config& c, int64_t world);
 
 RunResult run_reference(const TrainConfig& config);
 RunResult run_on_mesh(const TrainConfig& config);
+
+// V=67, T=13, d=24, 3d=72, 4d=96, 2 blocks of 4 heads: no parameter's dim 0 divides by 3 or 8,
+// few by 2 or 4, and the vocabulary does not divide by tp.
+GPT2Config uneven_model();
+// small_config(uneven_model()) on a shared synthetic token file; the caller sets the layout.
+TrainConfig uneven_config();
+// The single-rank run of uneven_config() with clipping at `clip` (0: off), computed once.
+const RunResult& uneven_reference(float clip);
+
+// Each step's loss and gradient norm within 1e-5 relative, the final parameters within 1e-5.
+void expect_same_run(const RunResult& got, const RunResult& want);
 
 // Runs `body` on every rank with a Trainer built from config (for tests that inspect one rank).
 void with_trainers(const TrainConfig& config,

@@ -1,0 +1,23 @@
+// The global gradient norm of a training step, in every layout: each element of the model's
+// gradient counted exactly once over the whole mesh.
+//
+// A slot's layout says which mesh axes shard it; along every other axis of size > 1 its gradient
+// is a replica (LayerNorm weights and wpe under TP, row-parallel biases, every slot across
+// dp_replicate), so only the rank at coordinate 0 of those axes adds it. The local sums then add
+// up over the world communicator, which no strategy counts its traffic on.
+#pragma once
+
+#include <vector>
+
+#include "mesh/device_mesh.h"
+#include "parallel/optimizer_slot.h"
+
+namespace meshtrain {
+
+// True when this rank adds `layout`'s tensor to mesh-wide sums (see above).
+bool counts_replica(const Layout& layout, const DeviceMesh& mesh);
+
+// Collective over the world: the L2 norm of the gradients of every rank's slots.
+double global_grad_norm(const std::vector<OptimizerSlot>& slots, const DeviceMesh& mesh);
+
+}  // namespace meshtrain

@@ -1,0 +1,24 @@
+#include "plugins/builtin_strategies.h"
+
+#include "core/error.h"
+#include "mesh/axis_names.h"
+#include "plugins/fsdp/fsdp_strategy.h"
+#include "plugins/tp/tp_strategy.h"
+
+namespace meshtrain {
+
+StrategyRegistry builtin_strategies() {
+  StrategyRegistry registry;
+  register_fsdp(registry);
+  register_tp(registry);
+  return registry;
+}
+
+std::string plugin_for_axis(std::string_view axis) {
+  if (axis == mesh_axis::dp_replicate || axis == mesh_axis::dp_shard) return "fsdp";
+  if (axis == mesh_axis::tp) return "tp";
+  if (axis == mesh_axis::pp) return "pp";
+  throw InvalidArgument(detail::concat("no plugin serves mesh axis '", axis, "'"));
+}
+
+}  // namespace meshtrain

@@ -1,0 +1,19 @@
+// The built-in parallelism plugins, by name, and which of them serves each mesh axis: what the
+// trainer and the command line build a ParallelPlan from.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "parallel/strategy_registry.h"
+
+namespace meshtrain {
+
+// "fsdp" (plugins/fsdp) and "tp" (plugins/tp).
+StrategyRegistry builtin_strategies();
+
+// The plugin that serves a mesh axis: dp_replicate and dp_shard -> "fsdp", tp -> "tp",
+// pp -> "pp".
+std::string plugin_for_axis(std::string_view axis);
+
+}  // namespace meshtrain

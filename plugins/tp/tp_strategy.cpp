@@ -1,0 +1,50 @@
+#include "plugins/tp/tp_strategy.h"
+
+#include "core/error.h"
+#include "mesh/axis_names.h"
+#include "mesh/device_mesh.h"
+
+namespace meshtrain {
+
+void TpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& axes) {
+  MT_CHECK(axes.size() == 1 && axes[0] == mesh_axis::tp, "tp binds to the mesh axis '",
+           mesh_axis::tp, "' alone");
+  const std::vector<nn::TpRule> plan = ctx.model->tensor_parallel_plan();
+  MT_CHECK(!plan.empty(), "tensor parallelism needs the model's tensor-parallel plan; this model "
+           "has none");
+  Communicator& comm = ctx.mesh.comm(mesh_axis::tp);
+  nn::TpSetup setup{ctx.mesh.layout(), ctx.mesh.rank(),
+                    nn::TensorParallel{comm.size() > 1 ? &comm : nullptr,
+                                       options_.sequence_parallel}};
+  const std::vector<nn::NamedModule> modules = ctx.model->modules();
+  for (const nn::TpRule& rule : plan) {
+    int matched = 0;
+    for (const nn::NamedModule& m : modules) {
+      if (!nn::matches_pattern(rule.pattern, m.name)) continue;
+      try {
+        m.module->parallelize(rule.style, setup);
+      } catch (const InvalidArgument& e) {
+        throw InvalidArgument(detail::concat("tp: module '", m.name, "' (style ",
+                                             nn::tp_style_name(rule.style), "): ", e.what()));
+      }
+      ++matched;
+    }
+    MT_CHECK(matched > 0, "tp: the plan's rule '", rule.pattern, "' matches no module of the model");
+  }
+}
+
+void register_tp(StrategyRegistry& registry) {
+  registry.add("tp", [](const StrategyOptions& given) {
+    TpOptions options;
+    for (const auto& [key, value] : given) {
+      MT_CHECK(key == "sequence_parallel", "unknown tp option '", key,
+               "'; known: sequence_parallel");
+      MT_CHECK(value == "true" || value == "false",
+               "tp option sequence_parallel expects true or false, got '", value, "'");
+      options.sequence_parallel = value == "true";
+    }
+    return std::make_unique<TpStrategy>(options);
+  });
+}
+
+}  // namespace meshtrain

@@ -1,0 +1,134 @@
+// The tp plugin at its edges: the plan's patterns, clear errors for layouts it cannot run, and the
+// export of a tensor-parallel model as the exact Hugging Face tensors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/comm/local/spawn_ranks.h"
+#include "mesh/device_mesh.h"
+#include "models/checkpoint.h"
+#include "models/gpt2.h"
+#include "parallel/parallel_plan.h"
+#include "plugins/fsdp/fsdp_strategy.h"
+#include "plugins/tp/tp_strategy.h"
+#include "tests/support/error_message.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/training_runs.h"
+
+namespace meshtrain::testing {
+namespace {
+
+using ::testing::StartsWith;
+
+TEST(TpPlan, PatternsMatchOneNamePartPerStar) {
+  EXPECT_TRUE(nn::matches_pattern("h.*.attn.c_attn", "h.11.attn.c_attn"));
+  EXPECT_TRUE(nn::matches_pattern("wte", "wte"));
+  EXPECT_FALSE(nn::matches_pattern("h.*.attn", "h.0.attn.c_attn"));
+  EXPECT_FALSE(nn::matches_pattern("h.*.attn.c_attn", "h.0.attn"));
+  EXPECT_FALSE(nn::matches_pattern("h.*", "h.0.mlp"));
+  EXPECT_FALSE(nn::matches_pattern("wte", "wpe"));
+}
+
+// Applies a plan of the given bindings to GPT-2 on `mesh` at every rank; returns rank 0's error.
+std::string plan_error(const std::string& mesh_spec,
+                       const std::vector<std::pair<std::string, std::vector<std::string>>>& binds) {
+  const MeshLayout layout = parse_mesh_spec(mesh_spec);
+  std::vector<std::string> errors(layout.size());
+  spawn_ranks(layout.size(), [&](RankContext& ctx) {
+    DeviceMesh mesh(ctx.world, layout);
+    GPT2 model(uneven_model());
+    ParallelPlan plan;
+    for (const auto& [plugin, axes] : binds) {
+      if (plugin == "tp") plan.add(std::make_unique<TpStrategy>(), axes);
+      if (plugin == "fsdp") plan.add(std::make_unique<FsdpStrategy>(), axes);
+    }
+    errors[ctx.rank] = error_message<InvalidArgument>([&] { plan.apply(mesh, model); });
+  });
+  return errors[0];
+}
+
+TEST(TpPlan, ClearErrors) {
+  EXPECT_THAT(plan_error("dp_shard=2,tp=2", {{"fsdp", {"dp_shard"}}}),
+              StartsWith("mesh axis tp=2 is bound to no strategy; add its plugin to the plan (tp: 'tp', data "
+                         "axes: 'fsdp', pp: 'pp')"));
+  EXPECT_THAT(plan_error("dp_shard=2", {{"tp", {"tp"}}, {"fsdp", {"dp_shard"}}}),
+              StartsWith("strategy 'tp' is bound to axis 'tp' but the mesh is dp_shard=2"));
+  EXPECT_THAT(plan_error("dp_shard=2", {{"tp", {"dp_shard"}}}),
+              StartsWith("tp binds to the mesh axis 'tp' alone"));
+  EXPECT_THAT(plan_error("tp=3", {{"tp", {"tp"}}}),
+              StartsWith("tp: module 'h.0.attn' (style heads): tensor parallelism splits "
+                         "attention heads over tp: 4 heads do not divide by tp=3"));
+}
+
+// Rank 0's error from building a Trainer on every rank and running one step.
+std::string trainer_error(const TrainConfig& c) {
+  std::vector<std::string> errors(c.world);
+  spawn_ranks(c.world, [&](RankContext& ctx) {
+    errors[ctx.rank] = error_message<InvalidArgument>([&] {
+      Trainer trainer(c, ctx.world, ctx.memory);
+      trainer.step();
+    });
+  });
+  return errors[0];
+}
+
+TEST(TpPlan, SequenceParallelNeedsRowsThatDivideByTp) {
+  TrainConfig c = uneven_config();
+  c.world = 2;
+  c.mesh = parse_mesh_spec("tp=2");
+  c.set("tp", "sequence_parallel", "true");
+  c.batch = 3;
+  c.seq = 11;  // 3 x 11 = 33 token rows over tp=2
+  EXPECT_THAT(trainer_error(c), StartsWith("sequence parallelism splits the 33 token rows of a "
+                                           "micro-batch (sequences x tokens) over tp=2; choose a "
+                                           "micro-batch whose token count divides by tp"));
+}
+
+TEST(TpPlan, OptionsForAPluginTheMeshDoesNotUseAreAnError) {
+  TrainConfig c = uneven_config();
+  c.world = 2;
+  c.mesh = parse_mesh_spec("tp=2");
+  c.set("fsdp", "mode", "hybrid");
+  EXPECT_THAT(trainer_error(c), StartsWith("options are given for the 'fsdp' plugin, but the mesh "
+                                           "tp=2 has no axis it serves"));
+}
+
+// Export under dp_shard=2 x tp=2 writes Hugging Face GPT-2 tensors: before training they equal
+// the single-rank initialisation bit for bit (so every piece, q | k | v included, went back to
+// its place), and after training the file loads into the single-rank model and equals the
+// gathered parameters bit for bit.
+TEST(TpPlan, ExportWritesTheHuggingFaceTensors) {
+  ScratchDir dir;
+  TrainConfig c = uneven_config();
+  c.world = 4;
+  c.steps = 2;
+  c.mesh = parse_mesh_spec("dp_shard=2,tp=2");
+  c.set("tp", "sequence_parallel", "true");
+  const std::string before = dir.file("before.safetensors"), after = dir.file("after.safetensors");
+  std::map<std::string, std::vector<float>> gathered;
+  with_trainers(c, [&](Trainer& trainer, MemoryTracker&) {
+    trainer.save(before);
+    trainer.step();
+    trainer.step();
+    trainer.save(after);
+    std::map<std::string, std::vector<float>> mine;
+    trainer.for_each_global_param(
+        [&](const Parameter& p, const Tensor& v) { mine[p.name()] = v.to_vector(); });
+    if (trainer.rank() == 0) gathered = std::move(mine);
+  });
+
+  GPT2 initial(c.model, {.seed = c.seed});
+  GPT2 loaded(c.model, {.seed = c.seed + 1});
+  load_parameters(loaded.parameters(), before);
+  for (Parameter* p : initial.parameters())
+    EXPECT_EQ(loaded.parameter(p->name()).value().to_vector(), p->value().to_vector()) << p->name();
+  load_parameters(loaded.parameters(), after);
+  ASSERT_EQ(gathered.size(), loaded.parameters().size());
+  for (Parameter* p : loaded.parameters()) {
+    EXPECT_EQ(p->value().to_vector(), gathered.at(p->name())) << p->name();
+    EXPECT_NE(p->value().to_vector(), initial.parameter(p->name()).value().to_vector())
+        << p->name() << " did not train";
+  }
+}
+
+}  // namespace
+}  // namespace meshtrain::testing
