@@ -1,4 +1,4 @@
-#include "bench/fsdp/token_corpus.h"
+#include "bench/train/token_corpus.h"
 
 #include <stdlib.h>
 
