@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the main job: GPT-2 (byte-level demo preset) trained on the demo corpus
-# by 8 ranks of the local backend, hybrid-sharded: FSDP within dp_shard=4, replicated across
-# dp_replicate=2. Extra arguments go to `meshtrain train` (for example --steps 50).
+# by 8 ranks of the local backend on the widest mesh meshtrain runs so far, dp_replicate=2 x
+# dp_shard=2 x tp=2: Megatron tensor parallelism with sequence parallelism inside each pair of
+# ranks, FSDP over the TP pieces within dp_shard, replicated across dp_replicate (HSDP x TP).
+# Extra arguments go to `meshtrain train` (for example --steps 50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh meshtrain
 build/bin/meshtrain prepare data/demo_corpus.txt build/demo_corpus.bin
 build/bin/meshtrain train --model demo --data build/demo_corpus.bin \
-  --world 8 --mesh dp_replicate=2,dp_shard=4 --fsdp hybrid \
+  --world 8 --mesh dp_replicate=2,dp_shard=2,tp=2 --fsdp hybrid --sequence-parallel \
   --steps 300 --batch 16 --seq 64 --lr 2e-3 --warmup 20 --decay-steps 300 --min-lr 2e-4 \
   --metrics build/demo_metrics.jsonl "$@"
