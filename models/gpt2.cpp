@@ -71,14 +71,6 @@ std::vector<UnitSpec> GPT2::default_units() {
   return units;
 }
 
-std::vector<nn::NamedModule> GPT2::modules() {
-  std::vector<nn::NamedModule> out;
-  embedding_->add_modules(out);
-  for (auto& block : blocks_) block->add_modules(out);
-  head_->add_modules(out);
-  return out;
-}
-
 std::vector<nn::TpRule> GPT2::tensor_parallel_plan() {
   using nn::TpStyle;
   return {{"wte", TpStyle::vocab},           {"wpe", TpStyle::sequence},

@@ -33,8 +33,6 @@ class GPT2 : public Model {
   std::vector<Layer*> layers() override;
   // "root" = {embedding, head} (they share wte), then "h.0" ... "h.{L-1}".
   std::vector<UnitSpec> default_units() override;
-  // wte, wpe, h.{i}.ln_1, h.{i}.attn.c_attn, h.{i}.attn, ..., ln_f, lm_head (tied to wte).
-  std::vector<nn::NamedModule> modules() override;
   // Megatron-LM's: c_attn and c_fc column-parallel, both c_proj row-parallel, heads split,
   // vocab-parallel embedding and head, LayerNorms and wpe sequence-parallel.
   std::vector<nn::TpRule> tensor_parallel_plan() override;

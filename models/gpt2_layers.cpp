@@ -19,6 +19,13 @@ void expect_hidden(const Tensor& hidden, const std::string& layer, const char* w
            " [rows, d], got ", hidden.defined() ? hidden.describe() : "undefined");
 }
 
+// [this rank's token rows of mb, width]: all rows, or its share under sequence parallelism.
+Shape token_rows(const MicroBatch& mb, const nn::TensorParallel& tp, int64_t width,
+                 const std::string& layer) {
+  const auto [batch, seq] = batch_and_seq(mb, layer);
+  return {tp.local_rows(batch * seq).size, width};
+}
+
 std::vector<Parameter*> concat(std::initializer_list<std::vector<Parameter*>> lists) {
   std::vector<Parameter*> out;
   for (const auto& l : lists) out.insert(out.end(), l.begin(), l.end());
@@ -37,7 +44,7 @@ void Gpt2Embedding::forward(MicroBatch& mb, int layer_index) {
            mb.tokens.defined() ? mb.tokens.describe() : "undefined");
   const auto [batch, seq] = batch_and_seq(mb, name());
   Tensor hidden = wte_.forward(mb.tokens.flatten(), mb.tape(layer_index));
-  wpe_.forward(hidden, wpe_.local_rows(batch * seq).offset, seq);
+  wpe_.forward(hidden, wpe_.tp().local_rows(batch * seq).offset, seq);
   mb.hidden = hidden;
 }
 
@@ -46,9 +53,14 @@ void Gpt2Embedding::backward(MicroBatch& mb, int layer_index) {
   Tape tape = mb.take(layer_index);
   expect_hidden(mb.hidden, name(), "the gradient of the output");
   const auto [batch, seq] = batch_and_seq(mb, name());
-  wpe_.backward(mb.hidden, wpe_.local_rows(batch * seq).offset, seq);
+  wpe_.backward(mb.hidden, wpe_.tp().local_rows(batch * seq).offset, seq);
   wte_.backward(mb.hidden, tape);
   mb.hidden = Tensor();
+}
+
+Shape Gpt2Embedding::hidden_shape(const MicroBatch& mb) {
+  const Parameter& wte = *wte_.parameters()[0];
+  return token_rows(mb, wpe_.tp(), wte.global_shape()[1], name());
 }
 
 void Gpt2Embedding::add_modules(std::vector<nn::NamedModule>& out) {
@@ -85,16 +97,36 @@ void Gpt2Block::forward(MicroBatch& mb, int layer_index) {
 }
 
 void Gpt2Block::backward(MicroBatch& mb, int layer_index) {
+  run_backward(mb, layer_index, nullptr);
+}
+
+void Gpt2Block::backward_input(MicroBatch& mb, int layer_index) {
+  run_backward(mb, layer_index, &mb.deferred[layer_index]);
+}
+
+void Gpt2Block::run_backward(MicroBatch& mb, int layer_index, Tape* deferred) {
   MemoryCategoryScope scope(MemoryCategory::activation);
   expect_hidden(mb.hidden, name_, "the gradient of the output");
   Tape tape = mb.take(layer_index);
   const Tensor d_out = mb.hidden;
-  const Tensor d_resid = ln_2_.backward(mlp_.backward(d_out, tape), tape);
+  const Tensor d_resid = ln_2_.backward(mlp_.backward(d_out, tape, deferred), tape);
   ops::add(d_resid, d_resid, d_out);
-  const Tensor d_qkv = attn_.backward(attn_proj_.backward(d_resid, tape), tape);
-  const Tensor d_in = ln_1_.backward(c_attn_.backward(d_qkv, tape), tape);
+  const Tensor d_qkv = attn_.backward(attn_proj_.backward(d_resid, tape, deferred), tape);
+  const Tensor d_in = ln_1_.backward(c_attn_.backward(d_qkv, tape, deferred), tape);
   ops::add(d_in, d_in, d_resid);
   mb.hidden = d_in;
+}
+
+void Gpt2Block::backward_weight(MicroBatch& mb, int layer_index) {
+  MemoryCategoryScope scope(MemoryCategory::activation);
+  Tape deferred = mb.take_deferred(layer_index);  // pushed mlp.c_proj, mlp.c_fc, c_proj, c_attn
+  c_attn_.backward_weight(deferred);
+  attn_proj_.backward_weight(deferred);
+  mlp_.backward_weight(deferred);
+}
+
+Shape Gpt2Block::hidden_shape(const MicroBatch& mb) {
+  return token_rows(mb, ln_1_.tp(), ln_1_.parameters()[0]->global_shape()[0], name_);
 }
 
 void Gpt2Block::add_modules(std::vector<nn::NamedModule>& out) {
@@ -126,12 +158,30 @@ void Gpt2Head::forward(MicroBatch& mb, int layer_index) {
 }
 
 void Gpt2Head::backward(MicroBatch& mb, int layer_index) {
+  run_backward(mb, layer_index, nullptr);
+}
+
+void Gpt2Head::backward_input(MicroBatch& mb, int layer_index) {
+  run_backward(mb, layer_index, &mb.deferred[layer_index]);
+}
+
+void Gpt2Head::run_backward(MicroBatch& mb, int layer_index, Tape* deferred) {
   MemoryCategoryScope scope(MemoryCategory::activation);
   MT_CHECK(mb.loss_scale > 0.0f,
            "head backward: set mb.loss_scale (1 / tokens in the global batch) before backward, "
            "got ", mb.loss_scale);
   Tape tape = mb.take(layer_index);
-  mb.hidden = ln_f_.backward(lm_head_.backward(mb.loss_scale, tape), tape);
+  mb.hidden = ln_f_.backward(lm_head_.backward(mb.loss_scale, tape, deferred), tape);
+}
+
+void Gpt2Head::backward_weight(MicroBatch& mb, int layer_index) {
+  MemoryCategoryScope scope(MemoryCategory::activation);
+  Tape deferred = mb.take_deferred(layer_index);
+  lm_head_.backward_weight(deferred);
+}
+
+Shape Gpt2Head::hidden_shape(const MicroBatch& mb) {
+  return token_rows(mb, ln_f_.tp(), ln_f_.parameters()[0]->global_shape()[0], name());
 }
 
 void Gpt2Head::add_modules(std::vector<nn::NamedModule>& out) {

@@ -25,7 +25,8 @@ class Gpt2Embedding : public Layer {
   void forward(MicroBatch& mb, int layer_index) override;
   // The tokens have no gradient: mb.hidden is left undefined.
   void backward(MicroBatch& mb, int layer_index) override;
-  void add_modules(std::vector<nn::NamedModule>& out);
+  void add_modules(std::vector<nn::NamedModule>& out) override;
+  Shape hidden_shape(const MicroBatch& mb) override;  // of its output
 
  private:
   nn::Embedding wte_;
@@ -54,9 +55,15 @@ class Gpt2Block : public Layer {
   std::vector<Parameter*> parameters() override;
   void forward(MicroBatch& mb, int layer_index) override;
   void backward(MicroBatch& mb, int layer_index) override;
-  void add_modules(std::vector<nn::NamedModule>& out);
+  // Defers the four linears' weight gradients.
+  void backward_input(MicroBatch& mb, int layer_index) override;
+  void backward_weight(MicroBatch& mb, int layer_index) override;
+  void add_modules(std::vector<nn::NamedModule>& out) override;
+  Shape hidden_shape(const MicroBatch& mb) override;
 
  private:
+  void run_backward(MicroBatch& mb, int layer_index, Tape* deferred);
+
   std::string name_;
   nn::LayerNorm ln_1_;
   nn::Linear c_attn_;
@@ -76,9 +83,15 @@ class Gpt2Head : public Layer {
   // Without (inference): leaves the logits [rows, V] in mb.hidden.
   void forward(MicroBatch& mb, int layer_index) override;
   void backward(MicroBatch& mb, int layer_index) override;
-  void add_modules(std::vector<nn::NamedModule>& out);
+  // Defers the tied head's gradient of wte.
+  void backward_input(MicroBatch& mb, int layer_index) override;
+  void backward_weight(MicroBatch& mb, int layer_index) override;
+  void add_modules(std::vector<nn::NamedModule>& out) override;
+  Shape hidden_shape(const MicroBatch& mb) override;  // of its input
 
  private:
+  void run_backward(MicroBatch& mb, int layer_index, Tape* deferred);
+
   nn::LayerNorm ln_f_;
   nn::LmHeadLoss lm_head_;
 };

@@ -20,25 +20,39 @@ void Engine::begin_micro_batch(int index, int count) {
   for (StepHooks* h : hooks_) h->begin_micro_batch(index, count);
 }
 
-void Engine::forward(MicroBatch& mb) {
-  for (int s = 0; s < static_cast<int>(layers_.size()); ++s) {
-    const int unit = plan_.unit_of_layer[s];
-    if (plan_.first_in_unit(s))
-      for (StepHooks* h : hooks_) h->pre_forward(unit);
-    layers_[s]->forward(mb, s);
-    if (plan_.last_in_unit(s))
-      for (auto h = hooks_.rbegin(); h != hooks_.rend(); ++h) (*h)->post_forward(unit);
+LayerSpan Engine::resolve(LayerSpan span) const {
+  const int count = static_cast<int>(layers_.size());
+  if (span.last < 0) span.last = count - 1;
+  MT_CHECK(span.first >= 0 && span.first <= span.last && span.last < count, "layers [",
+           span.first, ", ", span.last, "] outside the model's ", count, " layers");
+  return span;
+}
+
+void Engine::forward(MicroBatch& mb, LayerSpan span) {
+  span = resolve(span);
+  for (int l = span.first; l <= span.last; ++l) {
+    const int unit = plan_.unit_of_layer[l];
+    if (plan_.first_in_unit(l))
+      for (StepHooks* h : hooks_) h->pre_forward(unit, mb.index);
+    layers_[l]->forward(mb, l);
+    if (plan_.last_in_unit(l))
+      for (auto h = hooks_.rbegin(); h != hooks_.rend(); ++h) (*h)->post_forward(unit, mb.index);
   }
 }
 
-void Engine::backward(MicroBatch& mb) {
-  for (int s = static_cast<int>(layers_.size()) - 1; s >= 0; --s) {
-    const int unit = plan_.unit_of_layer[s];
-    if (plan_.last_in_unit(s))
-      for (StepHooks* h : hooks_) h->pre_backward(unit);
-    layers_[s]->backward(mb, s);
-    if (plan_.first_in_unit(s))
-      for (auto h = hooks_.rbegin(); h != hooks_.rend(); ++h) (*h)->post_backward(unit);
+void Engine::backward(MicroBatch& mb, LayerSpan span, bool last_backward, BackwardPart part) {
+  span = resolve(span);
+  const bool input = part != BackwardPart::weight, weight = part != BackwardPart::input;
+  for (int l = span.last; l >= span.first; --l) {
+    const int unit = plan_.unit_of_layer[l];
+    if (input && plan_.last_in_unit(l))
+      for (StepHooks* h : hooks_) h->pre_backward(unit, mb.index);
+    if (part == BackwardPart::full) layers_[l]->backward(mb, l);
+    if (part == BackwardPart::input) layers_[l]->backward_input(mb, l);
+    if (part == BackwardPart::weight) layers_[l]->backward_weight(mb, l);
+    if (weight && plan_.first_in_unit(l))
+      for (auto h = hooks_.rbegin(); h != hooks_.rend(); ++h)
+        (*h)->post_backward(unit, mb.index, last_backward);
   }
 }
 

@@ -10,6 +10,16 @@
 
 namespace meshtrain {
 
+// Which part of backward to run: all of it, or the input or weight part of a split backward
+// (pre-backward hooks fire with the input part, post-backward hooks after the weight part).
+enum class BackwardPart { full, input, weight };
+
+// A run of consecutive layers; last = -1 means through the last layer.
+struct LayerSpan {
+  int first = 0;
+  int last = -1;
+};
+
 class Engine {
  public:
   Engine(Model& model, UnitPlan plan);
@@ -23,8 +33,11 @@ class Engine {
   const std::vector<StepHooks*>& hooks() const { return hooks_; }
 
   void begin_micro_batch(int index, int count);
-  void forward(MicroBatch& mb);
-  void backward(MicroBatch& mb);
+  // Runs layers [first, last] (the whole model by default; a pipeline chunk under PP).
+  void forward(MicroBatch& mb, LayerSpan span = {});
+  // `last_backward`: no later backward of this step reaches these layers' units.
+  void backward(MicroBatch& mb, LayerSpan span = {}, bool last_backward = true,
+                BackwardPart part = BackwardPart::full);
   void finish_backward();
 
  private:
@@ -32,6 +45,9 @@ class Engine {
   UnitPlan plan_;
   std::vector<Layer*> layers_;
   std::vector<StepHooks*> hooks_;
+
+  // The span with last resolved, checked against the model.
+  LayerSpan resolve(LayerSpan span) const;
 };
 
 }  // namespace meshtrain

@@ -4,6 +4,7 @@
 
 #include "core/comm/gather_values.h"
 #include "core/ops/ops.h"
+#include "mesh/axis_names.h"
 
 namespace meshtrain {
 
@@ -11,14 +12,16 @@ bool counts_replica(const Layout& layout, const DeviceMesh& mesh) {
   const std::vector<int> coords = mesh.coordinates();
   const std::vector<MeshAxis>& axes = mesh.layout().axes();
   for (size_t a = 0; a < axes.size(); ++a)
-    if (axes[a].size > 1 && !layout.shards_axis(axes[a].name) && coords[a] != 0) return false;
+    if (axes[a].name != mesh_axis::pp && axes[a].size > 1 && !layout.shards_axis(axes[a].name) &&
+        coords[a] != 0)
+      return false;
   return true;
 }
 
 double global_grad_norm(const std::vector<OptimizerSlot>& slots, const DeviceMesh& mesh) {
   double local = 0.0;
   for (const OptimizerSlot& s : slots)
-    if (counts_replica(s.layout, mesh)) local += ops::sum_squares(s.grad);
+    if (!s.tied_copy && counts_replica(s.layout, mesh)) local += ops::sum_squares(s.grad);
   // Gathered as doubles and summed in rank order: exact and the same on every rank.
   double total = 0.0;
   for (double part : all_gather_values(mesh.world(), std::vector<double>{local})) total += part;

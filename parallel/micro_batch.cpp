@@ -19,4 +19,13 @@ Tape MicroBatch::take(int layer) {
   return tape;
 }
 
+Tape MicroBatch::take_deferred(int layer) {
+  auto it = deferred.find(layer);
+  MT_CHECK(it != deferred.end(), "layer ", layer,
+           " runs its weight backward without its input backward");
+  Tape tape = std::move(it->second);
+  deferred.erase(it);
+  return tape;
+}
+
 }  // namespace meshtrain

@@ -32,11 +32,15 @@ struct MicroBatch {
   double loss_sum = 0.0;   // sum of this rank's per-token losses
   float loss_scale = 0.f;  // d(loss)/d(token loss) = 1 / tokens in the global batch
   std::map<int, Tape> saved;
+  // What a split backward's input part keeps for its weight part (zero-bubble schedules).
+  std::map<int, Tape> deferred;
 
   // Where layer `index` saves for backward (created empty on first use).
   Tape& tape(int layer) { return saved[layer]; }
   // Hands the layer's tape to backward and forgets it, freeing activations as backward goes.
   Tape take(int layer);
+  // Hands over what backward_input deferred for the layer's backward_weight.
+  Tape take_deferred(int layer);
 };
 
 }  // namespace meshtrain

@@ -30,6 +30,17 @@ class Layer {
   // Reads the gradient of its output from mb.hidden and replaces it with the gradient of its
   // input; accumulates (+=) into its parameters' gradients (skipping frozen ones).
   virtual void backward(MicroBatch& mb, int layer_index) = 0;
+  // The same in two parts, for zero-bubble schedules (Qi et al. 2024): backward_input leaves the
+  // input gradient in mb.hidden and defers what the big weight gradients need; backward_weight
+  // computes them later. A layer that does not split does everything in backward_input.
+  virtual void backward_input(MicroBatch& mb, int layer_index) { backward(mb, layer_index); }
+  virtual void backward_weight(MicroBatch& /*mb*/, int /*layer_index*/) {}
+  // Appends the layer's named building blocks (what a tensor-parallel plan names).
+  virtual void add_modules(std::vector<nn::NamedModule>& /*out*/) {}
+  // The shape of the hidden state this layer reads or writes between layers for `mb` on this rank
+  // ([rows, d], rows being this rank's share under sequence parallelism): what a pipeline stage
+  // receives. Layers that never sit at a pipeline boundary need not say.
+  virtual Shape hidden_shape(const MicroBatch& mb);
 };
 
 // A proposed unit: a name and the indices of its layers.
@@ -46,10 +57,13 @@ class Model {
   virtual std::vector<Layer*> layers() = 0;
   // The default grouping (GPT-2: the root, then one unit per block).
   virtual std::vector<UnitSpec> default_units() = 0;
-  // The building blocks by name and the model's tensor-parallel plan over them (data, as
-  // torchtitan keeps a parallelize plan per model). Empty for a model without TP support.
-  virtual std::vector<nn::NamedModule> modules() { return {}; }
+  // The building blocks of the layers by name, and the model's tensor-parallel plan over them
+  // (data, as torchtitan keeps a parallelize plan per model; empty without TP support).
+  std::vector<nn::NamedModule> modules();
   virtual std::vector<nn::TpRule> tensor_parallel_plan() { return {}; }
+  // The shape of the activation between layers for `mb` on this rank: its first layer's
+  // hidden_shape (under pipeline parallelism, the first layer of this rank's stages).
+  Shape activation_shape(const MicroBatch& mb);
 };
 
 }  // namespace meshtrain

@@ -16,6 +16,7 @@ struct OptimizerSlot {
   Tensor grad;       // f32, same numel
   bool decays = true;
   Layout layout;     // of the slot over the mesh (the parameter's, then FSDP's shard axis)
+  bool tied_copy = false;  // Parameter::tied_copy: its twin on another pipeline stage counts
 };
 
 }  // namespace meshtrain

@@ -47,15 +47,18 @@ ParallelModel ParallelPlan::apply(DeviceMesh& mesh, Model& model) {
     return a->strategy->kind() < b->strategy->kind();
   });
 
-  ParallelContext ctx{mesh, &model, model.default_units(), {}, nullptr};
-  ctx.state = std::make_unique<WholeParameters>(model);
+  ParallelContext ctx{mesh, &model, model.default_units(), {}, nullptr, {}};
   for (Binding* b : order) b->strategy->apply(ctx, b->axes);
+  // Without a data-parallel strategy the optimizer steps the (possibly narrowed) model's
+  // parameters whole.
+  if (!ctx.state) ctx.state = std::make_unique<WholeParameters>(*ctx.model);
 
   ParallelModel result;
   result.engine = std::make_unique<Engine>(*ctx.model, make_unit_plan(*ctx.model, ctx.unit_specs));
   for (StepHooks* h : ctx.hooks) result.engine->add_hooks(h);
   result.state = std::move(ctx.state);
-  result.runner = std::make_unique<StepRunner>(*result.engine, mesh);
+  result.runner = ctx.make_runner ? ctx.make_runner(*result.engine, *result.state, mesh)
+                                  : std::make_unique<StepRunner>(*result.engine, mesh);
   return result;
 }
 

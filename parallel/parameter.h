@@ -30,6 +30,10 @@ class Parameter {
   DType dtype() const { return dtype_; }
   bool requires_grad() const { return requires_grad_; }
   void set_requires_grad(bool value) { requires_grad_ = value; }
+  // A copy of a parameter tied across pipeline stages (GPT-2's wte on the last stage): it trains
+  // like its twin, whose gradient it shares, and is left out where each value counts once.
+  bool tied_copy() const { return tied_copy_; }
+  void set_tied_copy(bool value) { tied_copy_ = value; }
   // Weight decay applies to matrices and embeddings, not to biases and LayerNorm gains.
   bool decays() const { return global_shape_.size() >= 2; }
 
@@ -54,6 +58,7 @@ class Parameter {
   Layout layout_;
   DType dtype_;
   bool requires_grad_ = true;
+  bool tied_copy_ = false;
   Tensor value_;
   Tensor grad_;
   std::string unavailable_reason_;

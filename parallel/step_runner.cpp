@@ -16,7 +16,7 @@ double StepRunner::run(std::vector<MicroBatch>& micro_batches, double global_tok
     mb.loss_scale = static_cast<float>(1.0 / global_tokens);
     engine_.begin_micro_batch(k, count);
     engine_.forward(mb);
-    engine_.backward(mb);
+    engine_.backward(mb, {}, /*last_backward=*/k == count - 1);
     loss_sum += mb.loss_sum;
   }
   engine_.finish_backward();

@@ -3,12 +3,14 @@
 // (FSDP) on each stage's units.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "parallel/hooks.h"
 #include "parallel/model.h"
+#include "parallel/step_runner.h"
 #include "parallel/trainable_state.h"
 
 namespace meshtrain {
@@ -18,14 +20,19 @@ class DeviceMesh;
 enum class StrategyKind { pipeline = 0, tensor = 1, data = 2 };  // also the order of application
 std::string_view strategy_kind_name(StrategyKind kind);
 
-// What strategies transform, in order. Each may narrow the model (pipeline), swap layers (tensor
-// parallel), regroup units, add hooks, and take over the trainable state (data parallel).
+using RunnerFactory =
+    std::function<std::unique_ptr<StepRunner>(Engine&, TrainableState&, DeviceMesh&)>;
+
+// What strategies transform, in order. Each may narrow the model and replace the step runner
+// (pipeline), parallelize layers (tensor parallel), regroup units, add hooks, and take over the
+// trainable state (data parallel).
 struct ParallelContext {
   DeviceMesh& mesh;
   Model* model;
   std::vector<UnitSpec> unit_specs;
   std::vector<StepHooks*> hooks;
   std::unique_ptr<TrainableState> state;
+  RunnerFactory make_runner;  // empty: the default StepRunner
 };
 
 class Strategy {

@@ -10,7 +10,7 @@ WholeParameters::WholeParameters(Model& model) : model_(model) {
 std::vector<OptimizerSlot> WholeParameters::optimizer_slots() {
   std::vector<OptimizerSlot> slots;
   for (Parameter* p : trainable_)
-    slots.push_back({p->name(), p->value(), p->grad(), p->decays(), p->layout()});
+    slots.push_back({p->name(), p->value(), p->grad(), p->decays(), p->layout(), p->tied_copy()});
   return slots;
 }
 

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "mesh/axis_names.h"
 #include "plugins/fsdp/fsdp_strategy.h"
+#include "plugins/pp/pp_strategy.h"
 #include "plugins/tp/tp_strategy.h"
 
 namespace meshtrain {
@@ -11,6 +12,7 @@ StrategyRegistry builtin_strategies() {
   StrategyRegistry registry;
   register_fsdp(registry);
   register_tp(registry);
+  register_pp(registry);
   return registry;
 }
 

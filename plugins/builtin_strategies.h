@@ -9,7 +9,7 @@
 
 namespace meshtrain {
 
-// "fsdp" (plugins/fsdp) and "tp" (plugins/tp).
+// "fsdp" (plugins/fsdp), "tp" (plugins/tp) and "pp" (plugins/pp).
 StrategyRegistry builtin_strategies();
 
 // The plugin that serves a mesh axis: dp_replicate and dp_shard -> "fsdp", tp -> "tp",

@@ -9,5 +9,6 @@ namespace meshtrain {
 void add_train_command(CLI::App& app);
 void add_prepare_command(CLI::App& app);
 void add_info_command(CLI::App& app);
+void add_schedule_command(CLI::App& app);
 
 }  // namespace meshtrain

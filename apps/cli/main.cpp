@@ -1,4 +1,4 @@
-// meshtrain: the command line. Subcommands: train, prepare, info.
+// meshtrain: the command line. Subcommands: train, prepare, info, schedule.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   meshtrain::add_train_command(app);
   meshtrain::add_prepare_command(app);
   meshtrain::add_info_command(app);
+  meshtrain::add_schedule_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

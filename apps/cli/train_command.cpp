@@ -36,6 +36,13 @@ constexpr PluginFlag kPluginFlags[] = {
     {"--reduce-dtype", "fsdp", "reduce_dtype", "FSDP reduction dtype: f32 (default) or bf16"},
     {"--grad-sync", "fsdp", "grad_sync",
      "reduce gradients every micro-batch (every, default) or on the last one (last)"},
+    {"--reshard-after-forward", "fsdp", "reshard_after_forward",
+     "FSDP frees blocks' parameters after forward: true or false (default: true for full and "
+     "hybrid, false under pipeline parallelism)"},
+    {"--pp-schedule", "pp", "schedule", "pipeline schedule: gpipe, 1f1b (default), interleaved, zb-h1"},
+    {"--virtual", "pp", "virtual", "pipeline stages per pp rank (interleaved schedules)"},
+    {"--pp-layers", "pp", "layers",
+     "layers per pipeline stage, e.g. 3,2,2,3 (embedding and head count; default: balanced)"},
 };
 
 void apply(TrainFlags& f) {
@@ -78,7 +85,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
   cmd->add_option("--batch", c.batch, "global sequences per step")->capture_default_str();
   cmd->add_option("--seq", c.seq, "tokens per sequence")->capture_default_str();
-  cmd->add_option("--grad-accum", c.grad_accum, "micro-batches per step")->capture_default_str();
+  cmd->add_option("--grad-accum,--microbatches", c.grad_accum,
+                  "micro-batches per step (what a pipeline schedule streams)")
+      ->capture_default_str();
   cmd->add_option("--lr", c.lr.lr, "learning rate")->capture_default_str();
   cmd->add_option("--warmup", c.lr.warmup_steps, "linear warmup steps");
   cmd->add_option("--decay-steps", c.lr.decay_steps, "cosine decay to --min-lr by this step");

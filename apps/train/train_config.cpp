@@ -75,9 +75,6 @@ void TrainConfig::validate() const {
   MT_CHECK_EQ(batch % dp, 0, "--batch must divide by the data-parallel degree ", dp);
   MT_CHECK_EQ((batch / dp) % grad_accum, 0, "--batch / data-parallel degree (", batch / dp,
               ") must divide by --grad-accum");
-  for (const MeshAxis& axis : layout.axes())
-    MT_CHECK(axis.size == 1 || axis.name != mesh_axis::pp, "mesh axis ", axis.name, "=", axis.size,
-             " has no strategy yet: this build runs dp_replicate, dp_shard and tp meshes");
   const int64_t tp = layout.has_axis(mesh_axis::tp) ? layout.axis_size(mesh_axis::tp) : 1;
   MT_CHECK_EQ(model.heads % tp, 0, "--heads (", model.heads,
               ") must divide by tp: tensor parallelism splits attention heads over tp");

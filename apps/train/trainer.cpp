@@ -148,7 +148,7 @@ StepMetrics Trainer::step() {
 }
 
 void Trainer::for_each_global_param(const ParameterVisitor& fn) {
-  for_each_global_parameter(*parallel_.state, *mesh_, fn);
+  for_each_global_parameter(*parallel_.state, *mesh_, *model_, fn);
 }
 
 void Trainer::save(const std::string& path) {

@@ -31,11 +31,14 @@ class Trainer {
   GPT2& model() { return *model_; }
   DeviceMesh& mesh() { return *mesh_; }
   const ParallelPlan& plan() const { return plan_; }
+  // What runs a step's micro-batches (a PipelineRunner under pipeline parallelism).
+  StepRunner& runner() { return *parallel_.runner; }
   // The FSDP strategy of the plan (null without data axes).
   FsdpStrategy* fsdp() const;
   int rank() const { return world_.rank(); }
 
-  // Collective: calls fn on every parameter's global fp32 value (Hugging Face shape).
+  // Collective: calls fn on every parameter's global fp32 value (Hugging Face shape); on ranks
+  // past the first pipeline stage only for that stage's parameters.
   void for_each_global_param(const ParameterVisitor& fn);
   // Collective: rank 0 writes the full model to a safetensors file.
   void save(const std::string& path);

@@ -37,8 +37,7 @@ class PositionEmbedding : public Module {
   explicit PositionEmbedding(Parameter* table) : table_(table) {}
   std::vector<Parameter*> parameters() override { return {table_}; }
   void parallelize(TpStyle style, const TpSetup& setup) override;
-  // The token rows of a micro-batch this rank holds (its sequence-parallel share, or all).
-  ShardRange local_rows(int64_t rows) const { return tp_.local_rows(rows); }
+  const TensorParallel& tp() const { return tp_; }
 
   // hidden [local rows, C] += wpe[position of each row], the rows being rows
   // [first_row, first_row + local rows) of sequences of `seq` tokens laid end to end.

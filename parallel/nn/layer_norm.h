@@ -13,6 +13,7 @@ class LayerNorm : public Module {
   LayerNorm(Parameter* weight, Parameter* bias) : weight_(weight), bias_(bias) {}
   std::vector<Parameter*> parameters() override { return {weight_, bias_}; }
   void parallelize(TpStyle style, const TpSetup& setup) override;
+  const TensorParallel& tp() const { return tp_; }
 
   Tensor forward(const Tensor& x, Tape& tape);
   Tensor backward(const Tensor& d_y, Tape& tape);

@@ -49,13 +49,25 @@ Tensor Linear::forward(const Tensor& x, Tape& tape) {
   return mode_ == Mode::rowwise ? tp_.leave(y) : y;
 }
 
-Tensor Linear::backward(const Tensor& d_y, Tape& tape) {
+Tensor Linear::backward(const Tensor& d_y, Tape& tape, Tape* deferred) {
   const Tensor in = tape.pop();
   const Tensor d_out = mode_ == Mode::rowwise ? tp_.leave_backward(d_y) : d_y;
   Tensor d_in = activation_like(in, in.shape());
-  ops::linear_backward(d_in, grad_target(*weight_), bias_ ? grad_target(*bias_) : Tensor(), d_out,
-                       in, weight_->value());
+  if (deferred) {
+    ops::matmul(d_in, d_out, weight_->value(), false, true, 1.0f, 0.0f);
+    deferred->push(in);
+    deferred->push(d_out);
+  } else {
+    ops::linear_backward(d_in, grad_target(*weight_), bias_ ? grad_target(*bias_) : Tensor(),
+                         d_out, in, weight_->value());
+  }
   return mode_ == Mode::colwise ? tp_.enter_backward(d_in) : d_in;
+}
+
+void Linear::backward_weight(Tape& deferred) {
+  const Tensor d_out = deferred.pop(), in = deferred.pop();
+  ops::linear_backward(Tensor(), grad_target(*weight_), bias_ ? grad_target(*bias_) : Tensor(),
+                       d_out, in, weight_->value());
 }
 
 }  // namespace meshtrain::nn

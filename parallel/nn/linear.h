@@ -21,7 +21,10 @@ class Linear : public Module {
   void parallelize(TpStyle style, const TpSetup& setup) override;
 
   Tensor forward(const Tensor& x, Tape& tape);
-  Tensor backward(const Tensor& d_y, Tape& tape);
+  // The gradient of x. With `deferred`, the weight and bias gradients wait for backward_weight,
+  // which finds what it needs there.
+  Tensor backward(const Tensor& d_y, Tape& tape, Tape* deferred = nullptr);
+  void backward_weight(Tape& deferred);
 
  private:
   enum class Mode { replicated, colwise, rowwise };

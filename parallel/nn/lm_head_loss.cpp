@@ -60,7 +60,7 @@ double LmHeadLoss::forward(const Tensor& x, const Tensor& targets, Tape& tape) {
   return loss_sum;
 }
 
-Tensor LmHeadLoss::backward(float scale, Tape& tape) {
+Tensor LmHeadLoss::backward(float scale, Tape& tape, Tape* deferred) {
   const Tensor sum_exp = tape.pop(), row_max = tape.pop();
   Tensor logits = tape.pop();
   const Tensor ids = tape.pop(), in = tape.pop();
@@ -70,8 +70,18 @@ Tensor LmHeadLoss::backward(float scale, Tape& tape) {
   logits = Tensor();  // the largest activation; free it before allocating more
   Tensor d_in = activation_like(in, in.shape());
   ops::matmul(d_in, d_logits, wte, false, false, 1.0f, 0.0f);
-  if (wte_->requires_grad()) ops::matmul(wte_->grad(), d_logits, in, true, false, 1.0f, 1.0f);
+  if (deferred) {
+    deferred->push(in);
+    deferred->push(d_logits);
+  } else if (wte_->requires_grad()) {
+    ops::matmul(wte_->grad(), d_logits, in, true, false, 1.0f, 1.0f);
+  }
   return tp_.enter_backward(d_in);
+}
+
+void LmHeadLoss::backward_weight(Tape& deferred) {
+  const Tensor d_logits = deferred.pop(), in = deferred.pop();
+  if (wte_->requires_grad()) ops::matmul(wte_->grad(), d_logits, in, true, false, 1.0f, 1.0f);
 }
 
 }  // namespace meshtrain::nn

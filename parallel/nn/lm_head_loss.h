@@ -22,8 +22,10 @@ class LmHeadLoss : public Module {
 
   // x [this rank's rows, C], targets i32 [all rows]: returns the sum of the token losses.
   double forward(const Tensor& x, const Tensor& targets, Tape& tape);
-  // d loss / d token loss = scale; returns the gradient of x.
-  Tensor backward(float scale, Tape& tape);
+  // d loss / d token loss = scale; returns the gradient of x. With `deferred`, wte's gradient
+  // waits for backward_weight.
+  Tensor backward(float scale, Tape& tape, Tape* deferred = nullptr);
+  void backward_weight(Tape& deferred);
   // Logits [rows, V] for inference; only without tensor parallelism.
   Tensor logits(const Tensor& x);
 

@@ -15,7 +15,9 @@ class Mlp {
   Linear& c_proj() { return c_proj_; }
 
   Tensor forward(const Tensor& x, Tape& tape);
-  Tensor backward(const Tensor& d_y, Tape& tape);
+  // As Linear::backward; backward_weight takes the deferred parts in reverse order.
+  Tensor backward(const Tensor& d_y, Tape& tape, Tape* deferred = nullptr);
+  void backward_weight(Tape& deferred);
 
  private:
   Linear c_fc_;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -32,7 +33,11 @@ struct FsdpOptions {
   int prefetch = 2;
   DType param_dtype = DType::f32;   // dtype of the all-gather (compute sees these values)
   DType reduce_dtype = DType::f32;  // dtype of gradient reduction
-  GradSync grad_sync = GradSync::every_micro_batch;
+  GradSync grad_sync = GradSync::every_micro_batch;  // under pipeline parallelism: always last
+  // Whether blocks free their full parameters after forward (and gather them again for backward).
+  // Unset: yes for full and hybrid, except under pipeline parallelism, where several micro-batches
+  // are in flight between a unit's forward and backward (as torchtitan does).
+  std::optional<bool> reshard_after_forward;
   // The root unit (embeddings and tied head) stays unsharded from forward to backward, as in FSDP2.
   bool reshard_root_after_forward = false;
   // Which layers form one unit; empty: the model's default (GPT-2: the root, then one per block).

@@ -7,12 +7,13 @@
 namespace meshtrain {
 
 FsdpRuntime::FsdpRuntime(const UnitPlan& plan, std::vector<std::unique_ptr<FsdpUnit>> units,
-                         FsdpGroups groups, int prefetch)
+                         FsdpGroups groups, int prefetch, bool pipelined)
     : forward_order_(plan.forward_order),
       backward_order_(plan.backward_order),
       units_(std::move(units)),
       groups_(groups),
-      prefetch_(prefetch) {}
+      prefetch_(prefetch),
+      pipelined_(pipelined) {}
 
 int FsdpRuntime::in_flight() const {
   return static_cast<int>(std::count_if(units_.begin(), units_.end(),
@@ -31,9 +32,7 @@ void FsdpRuntime::finish_reductions(bool wait_for_replicas) {
   for (const auto& u : units_) u->finish_reduction(wait_for_replicas);
 }
 
-void FsdpRuntime::begin_micro_batch(int index, int count) {
-  micro_batch_ = index;
-  micro_batches_ = count;
+void FsdpRuntime::begin_micro_batch(int, int) {
   finish_reductions(true);  // a micro-batch's reductions end before the next one's begin
 }
 
@@ -43,20 +42,20 @@ void FsdpRuntime::unshard(FsdpUnit& u) {
   u.unshard();
 }
 
-void FsdpRuntime::pre_forward(int unit) {
+void FsdpRuntime::pre_forward(int unit, int) {
   FsdpUnit& u = *units_[unit];
   u.set_phase(TrainingPhase::forward);
   unshard(u);
   prefetch_after(unit, forward_order_);
 }
 
-void FsdpRuntime::post_forward(int unit) {
+void FsdpRuntime::post_forward(int unit, int) {
   FsdpUnit& u = *units_[unit];
   if (u.reshard_after_forward()) u.reshard(ShardState::sharded_after_forward);
   u.set_phase(TrainingPhase::idle);
 }
 
-void FsdpRuntime::pre_backward(int unit) {
+void FsdpRuntime::pre_backward(int unit, int) {
   FsdpUnit& u = *units_[unit];
   u.set_phase(TrainingPhase::pre_backward);
   unshard(u);
@@ -64,15 +63,16 @@ void FsdpRuntime::pre_backward(int unit) {
   u.prepare_grads();
 }
 
-void FsdpRuntime::post_backward(int unit) {
+void FsdpRuntime::post_backward(int unit, int, bool last_backward) {
   FsdpUnit& u = *units_[unit];
   u.set_phase(TrainingPhase::post_backward);
   // The previous unit's reduce-scatter had this unit's backward to complete; finishing it first
   // keeps one staging buffer alive at a time.
   finish_reductions(false);
-  // Free the full parameters before the gradients are packed for reduction.
-  u.reshard(ShardState::sharded);
-  u.reduce_grads(micro_batch_ == micro_batches_ - 1);
+  // Free the full parameters before the gradients are packed for reduction; under a pipeline
+  // schedule, whose micro-batches interleave, only after the unit's last backward of the step.
+  if (last_backward || !pipelined_) u.reshard(ShardState::sharded);
+  u.reduce_grads(last_backward);
   u.set_phase(TrainingPhase::idle);
 }
 

@@ -15,14 +15,16 @@ namespace meshtrain {
 
 class FsdpRuntime : public StepHooks {
  public:
+  // `pipelined`: micro-batches interleave forward and backward (a pipeline schedule), so a unit
+  // keeps its full parameters from its first forward to its last backward of the step.
   FsdpRuntime(const UnitPlan& plan, std::vector<std::unique_ptr<FsdpUnit>> units,
-              FsdpGroups groups, int prefetch);
+              FsdpGroups groups, int prefetch, bool pipelined);
 
   void begin_micro_batch(int index, int count) override;
-  void pre_forward(int unit) override;
-  void post_forward(int unit) override;
-  void pre_backward(int unit) override;
-  void post_backward(int unit) override;
+  void pre_forward(int unit, int micro_batch) override;
+  void post_forward(int unit, int micro_batch) override;
+  void pre_backward(int unit, int micro_batch) override;
+  void post_backward(int unit, int micro_batch, bool last_backward) override;
   void finish_backward() override;
 
   const std::vector<std::unique_ptr<FsdpUnit>>& units() const { return units_; }
@@ -43,8 +45,7 @@ class FsdpRuntime : public StepHooks {
   std::vector<std::unique_ptr<FsdpUnit>> units_;
   FsdpGroups groups_;
   int prefetch_;
-  int micro_batch_ = 0;
-  int micro_batches_ = 1;
+  bool pipelined_;
   int max_in_flight_seen_ = 0;
 };
 

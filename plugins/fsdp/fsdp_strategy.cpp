@@ -70,20 +70,25 @@ void FsdpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& a
   if (options_.unit_policy) ctx.unit_specs = options_.unit_policy(*ctx.model);
   const UnitPlan plan = make_unit_plan(*ctx.model, ctx.unit_specs);
   const int root = plan.unit_of_layer.empty() ? -1 : plan.unit_of_layer.front();
-  const bool reshard =
-      options_.mode == FsdpMode::full || options_.mode == FsdpMode::hybrid;
+  const bool pipelined =
+      ctx.mesh.has_axis(mesh_axis::pp) && ctx.mesh.axis_size(mesh_axis::pp) > 1;
+  const bool reshard = options_.reshard_after_forward.value_or(
+      (options_.mode == FsdpMode::full || options_.mode == FsdpMode::hybrid) && !pipelined);
   std::vector<std::unique_ptr<FsdpUnit>> units;
   for (int u = 0; u < static_cast<int>(plan.units.size()); ++u) {
     FsdpUnitConfig config;
     config.groups = groups;
     config.param_dtype = options_.param_dtype;
     config.reduce_dtype = options_.reduce_dtype;
-    config.grad_sync = options_.grad_sync;
+    // A pipeline schedule interleaves micro-batches (and splits backward): gradients are reduced
+    // once, on each unit's last backward of the step, as torchtitan does.
+    config.grad_sync = pipelined ? GradSync::last_micro_batch : options_.grad_sync;
     config.reshard_after_forward = reshard && (u != root || options_.reshard_root_after_forward);
     units.push_back(
         std::make_unique<FsdpUnit>(plan.units[u].name, plan.units[u].params, config, clock_));
   }
-  runtime_ = std::make_unique<FsdpRuntime>(plan, std::move(units), groups, options_.prefetch);
+  runtime_ = std::make_unique<FsdpRuntime>(plan, std::move(units), groups, options_.prefetch,
+                                           pipelined);
   ctx.hooks.push_back(runtime_.get());
   ctx.state = std::make_unique<FsdpTrainableState>(*runtime_);
 }
@@ -119,6 +124,10 @@ void register_fsdp(StrategyRegistry& registry) {
         const int blocks = parse_count(key, value);
         MT_CHECK_GE(blocks, 1, "fsdp option blocks_per_unit must be at least 1");
         options.unit_policy = group_units_policy(blocks);
+      } else if (key == "reshard_after_forward") {
+        MT_CHECK(value == "true" || value == "false", "fsdp option reshard_after_forward expects "
+                 "true or false, got '", value, "'");
+        options.reshard_after_forward = value == "true";
       } else if (key == "reshard_root") {
         MT_CHECK(value == "true" || value == "false", "fsdp option reshard_root expects true or "
                  "false, got '", value, "'");
@@ -127,7 +136,7 @@ void register_fsdp(StrategyRegistry& registry) {
         throw InvalidArgument(detail::concat(
             "unknown fsdp option '", key,
             "'; known: mode, prefetch, param_dtype, reduce_dtype, grad_sync, blocks_per_unit, "
-            "reshard_root"));
+            "reshard_after_forward, reshard_root"));
       }
     }
     return std::make_unique<FsdpStrategy>(options);

@@ -43,7 +43,7 @@ class FsdpStrategy : public Strategy {
 };
 
 // "fsdp" with options mode, prefetch, param_dtype, reduce_dtype, grad_sync, blocks_per_unit,
-// reshard_root.
+// reshard_after_forward, reshard_root.
 void register_fsdp(StrategyRegistry& registry);
 
 }  // namespace meshtrain

@@ -185,7 +185,7 @@ void FsdpUnit::reduce_grads(bool last_micro_batch) {
     return;
   }
   if (config_.grad_sync == GradSync::last_micro_batch && !last_micro_batch) return;
-  MT_CHECK(!reduction_, "FSDP unit '", name_, "' still has a gradient reduction pending");
+  if (reduction_) finish_reduction(true);  // the previous micro-batch's, still across replicas
   MemoryCategoryScope scope(MemoryCategory::comm);
   const int64_t segment = layout_.grad_shard_numel;
   Reduction red;
@@ -251,7 +251,8 @@ std::vector<OptimizerSlot> FsdpUnit::optimizer_slots() {
                               ? s.param->layout().then(config_.groups.shard_axis, Shard{0})
                               : s.param->layout();
     slots.push_back({s.param->name(), master_.view(s.offset, {n}),
-                     grad_shard_.view(s.grad_offset, {n}), s.param->decays(), layout});
+                     grad_shard_.view(s.grad_offset, {n}), s.param->decays(), layout,
+                     s.param->tied_copy()});
   }
   return slots;
 }

@@ -88,12 +88,12 @@ TEST(TrainConfig, MeshSizeMustMatchWorld) {
   EXPECT_THAT(msg, HasSubstr("world size 4"));
 }
 
-TEST(TrainConfig, PipelineAxisHasNoStrategyYet) {
+TEST(TrainConfig, EveryAxisHasItsStrategy) {
   TrainConfig c = valid_config();
   c.mesh = parse_mesh_spec("dp_shard=2,tp=2");
   EXPECT_EQ(validate_message(c), "<valid>");
   c.mesh = parse_mesh_spec("pp=2,dp_shard=2");
-  EXPECT_THAT(validate_message(c), HasSubstr("mesh axis pp=2 has no strategy yet"));
+  EXPECT_EQ(validate_message(c), "<valid>");
 }
 
 TEST(TrainConfig, HeadsMustDivideByTp) {
@@ -116,8 +116,11 @@ TEST(TrainConfig, PluginOptionsAreParsedByTheirPlugin) {
   c.set("tp", "sequence", "true");
   EXPECT_THAT(validate_message(c), HasSubstr("unknown tp option 'sequence'"));
   c = valid_config();
-  c.set("pp", "schedule", "1f1b");
-  EXPECT_THAT(validate_message(c), HasSubstr("unknown strategy 'pp'"));
+  c.set("pp", "virtual", "0");
+  EXPECT_THAT(validate_message(c), HasSubstr("pp option virtual expects a positive integer"));
+  c = valid_config();
+  c.set("ep", "experts", "8");
+  EXPECT_THAT(validate_message(c), HasSubstr("unknown strategy 'ep'; known strategies: fsdp, pp, tp"));
 }
 
 TEST(TrainConfig, MissingDataAndNonPositiveCounts) {

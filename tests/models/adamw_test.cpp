@@ -23,13 +23,17 @@ struct Reference {
   }
 };
 
+OptimizerSlot slot(std::string name, Tensor param, Tensor grad, bool decays) {
+  return {.name = std::move(name), .param = param, .grad = grad, .decays = decays};
+}
+
 TEST(AdamW, TwoStepsMatchTheClosedForm) {
   const std::vector<float> p0 = {1.0f, -2.0f, 0.5f, 0.0f}, b0 = {0.25f, -0.75f};
   const std::vector<float> g1 = {0.1f, -0.2f, 3.0f, 0.0f}, g2 = {-0.3f, 0.05f, 1.0f, 2.0f};
   const std::vector<float> bg1 = {1.0f, 2.0f}, bg2 = {-1.0f, 0.5f};
   std::vector<OptimizerSlot> slots = {
-      {"w", Tensor::from_vector(p0, {2, 2}), Tensor::from_vector(g1, {2, 2}), true},
-      {"b", Tensor::from_vector(b0, {2}), Tensor::from_vector(bg1, {2}), false}};
+      slot("w", Tensor::from_vector(p0, {2, 2}), Tensor::from_vector(g1, {2, 2}), true),
+      slot("b", Tensor::from_vector(b0, {2}), Tensor::from_vector(bg1, {2}), false)};
   AdamW adamw({.weight_decay = 0.1f});
   const float lr1 = 1e-2f, lr2 = 5e-3f;
   adamw.step(slots, lr1);
@@ -57,12 +61,12 @@ TEST(AdamW, TwoStepsMatchTheClosedForm) {
 TEST(AdamW, StateIsOptimizerMemoryAndSlotsMustNotChange) {
   MemoryTracker tracker;
   MemoryScope scope(&tracker);
-  std::vector<OptimizerSlot> slots = {{"w", Tensor::zeros({3}), Tensor::zeros({3}), true}};
+  std::vector<OptimizerSlot> slots = {slot("w", Tensor::zeros({3}), Tensor::zeros({3}), true)};
   AdamW adamw;
   adamw.step(slots, 1e-3f);
   EXPECT_EQ(tracker.stats(DeviceKind::cpu)[MemoryCategory::optimizer].current,
             2 * 3 * sizeof(float));
-  std::vector<OptimizerSlot> other = {{"v", Tensor::zeros({3}), Tensor::zeros({3}), true}};
+  std::vector<OptimizerSlot> other = {slot("v", Tensor::zeros({3}), Tensor::zeros({3}), true)};
   EXPECT_THROW(adamw.step(other, 1e-3f), InvalidArgument);
   EXPECT_THROW(AdamW({.beta2 = 1.0f}), InvalidArgument);
 }
@@ -84,8 +88,9 @@ TEST(LrSchedule, ConstantWarmupAndCosine) {
 
 TEST(GradClip, ScalesOnlyAboveTheMaximum) {
   std::vector<OptimizerSlot> slots = {
-      {"a", Tensor::zeros({2}), Tensor::from_vector(std::vector<float>{3.0f, 0.0f}, {2}), true},
-      {"b", Tensor::zeros({1}), Tensor::from_vector(std::vector<float>{4.0f}, {1}), false}};
+      slot("a", Tensor::zeros({2}), Tensor::from_vector(std::vector<float>{3.0f, 0.0f}, {2}),
+           true),
+      slot("b", Tensor::zeros({1}), Tensor::from_vector(std::vector<float>{4.0f}, {1}), false)};
   EXPECT_DOUBLE_EQ(grad_sum_squares(slots), 25.0);
   EXPECT_EQ(clip_grads(slots, 5.0, 10.0f), 1.0f);
   EXPECT_EQ(slots[1].grad.to_vector()[0], 4.0f);

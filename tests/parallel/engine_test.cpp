@@ -22,10 +22,10 @@ class TraceHooks : public StepHooks {
   void begin_micro_batch(int index, int count) override {
     push("begin_micro_batch(" + std::to_string(index) + "/" + std::to_string(count) + ")");
   }
-  void pre_forward(int unit) override { push("pre_forward(" + name(unit) + ")"); }
-  void post_forward(int unit) override { push("post_forward(" + name(unit) + ")"); }
-  void pre_backward(int unit) override { push("pre_backward(" + name(unit) + ")"); }
-  void post_backward(int unit) override { push("post_backward(" + name(unit) + ")"); }
+  void pre_forward(int unit, int) override { push("pre_forward(" + name(unit) + ")"); }
+  void post_forward(int unit, int) override { push("post_forward(" + name(unit) + ")"); }
+  void pre_backward(int unit, int) override { push("pre_backward(" + name(unit) + ")"); }
+  void post_backward(int unit, int, bool) override { push("post_backward(" + name(unit) + ")"); }
   void finish_backward() override { push("finish_backward"); }
 
  private:
@@ -109,6 +109,31 @@ TEST(Engine, TwoMicroBatchesInFlight) {
   EXPECT_TRUE(m0.saved.empty());
   EXPECT_TRUE(m1.saved.empty());
   EXPECT_EQ(trace.size(), 8u);
+}
+
+// What a pipeline runner does: run a span of layers for one micro-batch and say whether it is the
+// last backward of the step. The hooks hear the micro-batch index and the flag.
+TEST(Engine, SpansTellTheHooksTheMicroBatchAndTheLastBackward) {
+  struct Events : StepHooks {
+    Trace trace;
+    void pre_forward(int unit, int mb) override { add("F", unit, mb); }
+    void post_backward(int unit, int mb, bool last) override {
+      add(last ? "B(last)" : "B", unit, mb);
+    }
+    void add(const std::string& what, int unit, int mb) {
+      trace.push_back(what + " u" + std::to_string(unit) + " mb" + std::to_string(mb));
+    }
+  } events;
+  ToyModel model = gpt2_like(2);  // units: root {0, 3}, block0 {1}, block1 {2}
+  Engine engine(model, make_unit_plan(model, model.default_units()));
+  engine.add_hooks(&events);
+  MicroBatch mb;
+  mb.index = 3;
+  engine.forward(mb, {1, 2});
+  engine.backward(mb, {2, 2}, false);
+  engine.backward(mb, {1, 1}, true);
+  EXPECT_EQ(events.trace, (Trace{"F u1 mb3", "F u2 mb3", "B u2 mb3", "B(last) u1 mb3"}));
+  EXPECT_THROW(engine.forward(mb, {2, 4}), InvalidArgument);  // past the last layer
 }
 
 TEST(Engine, BackwardWithoutForwardIsAnError) {

@@ -28,6 +28,24 @@ TEST(TpPlan, PatternsMatchOneNamePartPerStar) {
   EXPECT_FALSE(nn::matches_pattern("wte", "wpe"));
 }
 
+// Every rule of GPT-2's plan names modules of the model (a pipeline stage may hold none of them,
+// so the strategy cannot check this itself), and every module with parameters is covered.
+TEST(TpPlan, Gpt2PlanCoversTheModel) {
+  GPT2 model(uneven_model());
+  const std::vector<nn::NamedModule> modules = model.modules();
+  for (const nn::TpRule& rule : model.tensor_parallel_plan()) {
+    int matched = 0;
+    for (const nn::NamedModule& m : modules) matched += nn::matches_pattern(rule.pattern, m.name);
+    EXPECT_EQ(matched, rule.pattern.find('*') != std::string::npos ? 2 : 1) << rule.pattern;
+  }
+  for (const nn::NamedModule& m : modules) {
+    bool covered = false;
+    for (const nn::TpRule& rule : model.tensor_parallel_plan())
+      covered = covered || nn::matches_pattern(rule.pattern, m.name);
+    EXPECT_TRUE(covered) << m.name;
+  }
+}
+
 // Applies a plan of the given bindings to GPT-2 on `mesh` at every rank; returns rank 0's error.
 std::string plan_error(const std::string& mesh_spec,
                        const std::vector<std::pair<std::string, std::vector<std::string>>>& binds) {

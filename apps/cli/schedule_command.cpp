@@ -1,0 +1,113 @@
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "apps/cli/commands.h"
+#include "core/error.h"
+#include "plugins/pp/schedule_generators.h"
+#include "plugins/pp/schedule_sim.h"
+
+namespace meshtrain {
+
+namespace {
+
+constexpr int kMaxCount = 1024;  // ranks, micro-batches, stages per rank: far beyond real pipelines
+
+struct ScheduleFlags {
+  int pp = 0;
+  int microbatches = 0;
+  int virtual_stages = 0;  // 0: 2 for interleaved, 1 otherwise
+  std::string kind;
+  std::string file;
+  std::string costs = "1,1,1";
+};
+
+// "F,I,W" -> Costs, each a finite non-negative number.
+Costs parse_costs(const std::string& text) {
+  std::vector<double> values;
+  bool ok = !text.empty() && text.back() != ',';  // getline drops a trailing empty part
+  std::istringstream parts(text);
+  for (std::string part; std::getline(parts, part, ',');) {
+    double value = -1;
+    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
+    ok = ok && error == std::errc() && end == part.data() + part.size() && std::isfinite(value) &&
+         value >= 0;
+    values.push_back(value);
+  }
+  if (!ok || values.size() != 3)
+    throw InvalidArgument("--costs expects F,I,W: the time of a forward, an input-gradient "
+                          "backward and a weight-gradient backward of one stage, three "
+                          "non-negative numbers such as 1,2,1; got '" + text + "'");
+  return {values[0], values[1], values[2]};
+}
+
+Schedule read_schedule_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in.good() && !in.eof()) throw IoError("cannot read the schedule file '" + path + "'");
+  try {
+    return parse_schedule(text.str());
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(path + ": " + e.what());
+  }
+}
+
+Schedule schedule_from(const ScheduleFlags& f) {
+  if (!f.file.empty()) return read_schedule_file(f.file);
+  if (f.pp == 0 || f.microbatches == 0 || f.kind.empty())
+    throw InvalidArgument("schedule needs --pp, --microbatches and --schedule, or --file");
+  const ScheduleKind kind = parse_schedule_kind(f.kind);
+  const int virtual_stages =
+      f.virtual_stages > 0 ? f.virtual_stages : (kind == ScheduleKind::interleaved ? 2 : 1);
+  return make_schedule(kind, f.pp, f.microbatches, virtual_stages);
+}
+
+void print(const Schedule& schedule, const Costs& costs, const Simulation& sim) {
+  std::cout << schedule.to_string() << "\n"
+            << "costs F=" << costs.forward << " I=" << costs.backward_input
+            << " W=" << costs.backward_weight << " (B = I + W), makespan " << sim.makespan
+            << ", bubble fraction " << std::fixed << std::setprecision(4) << sim.bubble_fraction
+            << std::defaultfloat << std::setprecision(6) << "\n"
+            << "rank  busy  idle  peak activations (micro-batches held, counted per stage)\n";
+  for (int r = 0; r < schedule.ranks; ++r)
+    std::cout << std::setw(4) << r << std::setw(6) << sim.busy[r] << std::setw(6) << sim.idle[r]
+              << std::setw(6) << sim.peak_in_flight[r] << "\n";
+}
+
+}  // namespace
+
+void add_schedule_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "schedule", "Print a pipeline schedule with its bubble fraction and peak activations");
+  auto f = std::make_shared<ScheduleFlags>();
+  auto* file = cmd->add_option("--file", f->file, "check a schedule written by hand (or by this "
+                                                  "command) instead of generating one")
+                   ->check(CLI::ExistingFile);
+  cmd->add_option("--pp", f->pp, "pipeline ranks")
+      ->check(CLI::Range(1, kMaxCount))
+      ->excludes(file);
+  cmd->add_option("--microbatches", f->microbatches, "micro-batches per step")
+      ->check(CLI::Range(1, kMaxCount))
+      ->excludes(file);
+  cmd->add_option("--schedule", f->kind, "gpipe, 1f1b, interleaved or zb-h1")->excludes(file);
+  cmd->add_option("--virtual", f->virtual_stages, "stages per rank for interleaved (default 2)")
+      ->check(CLI::Range(1, kMaxCount))
+      ->excludes(file);
+  cmd->add_option("--costs", f->costs,
+                  "F,I,W: time of one stage's forward, input-gradient and weight-gradient "
+                  "backward; a full backward costs I+W")
+      ->capture_default_str();
+  cmd->callback([f] {
+    const Schedule schedule = schedule_from(*f);
+    const Costs costs = parse_costs(f->costs);
+    print(schedule, costs, simulate(schedule, costs));
+  });
+}
+
+}  // namespace meshtrain

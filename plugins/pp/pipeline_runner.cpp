@@ -1,0 +1,207 @@
+#include "plugins/pp/pipeline_runner.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "core/ops/ops.h"
+#include "mesh/axis_names.h"
+
+namespace meshtrain {
+
+namespace {
+using Key = std::pair<int, int>;  // (stage, micro-batch)
+
+// A posted transfer and the buffer it must keep alive until it completes.
+struct Transfer {
+  WorkPtr work;
+  Tensor buffer;
+};
+
+// The step's transfers and the activations and gradients that cross stage boundaries.
+struct StepState {
+  std::map<Key, Transfer> inputs;     // RECV_F: the stage's input
+  std::map<Key, Transfer> out_grads;  // RECV_B: the gradient of the stage's output
+  std::map<Key, Tensor> outputs;      // F: the stage's output, until sent or used here
+  std::map<Key, Tensor> in_grads;     // B/I: the gradient of the stage's input, likewise
+  std::vector<Transfer> sends;
+
+  // Drops the sends that have completed, freeing their buffers as a schedule expects.
+  void reap_sends() {
+    std::erase_if(sends, [](Transfer& t) { return t.work->is_completed(); });
+  }
+};
+
+// A send's own copy (MemoryCategory::comm): the activation is freed now, whenever the receiver
+// takes the copy, so what a stage holds follows its schedule alone.
+Tensor staged(const Tensor& t) {
+  MemoryCategoryScope scope(MemoryCategory::comm);
+  Tensor copy = Tensor::empty(t.shape(), t.dtype(), t.device());
+  copy.copy_from(t);
+  return copy;
+}
+
+Tensor take(std::map<Key, Tensor>& from, const Key& key, const char* what) {
+  const auto it = from.find(key);
+  MT_CHECK(it != from.end(), "pipeline: ", what, " of stage ", key.first, ", micro-batch ",
+           key.second, " is missing (the schedule uses it before it exists)");
+  Tensor t = std::move(it->second);
+  from.erase(it);
+  return t;
+}
+
+Tensor wait_for(std::map<Key, Transfer>& from, const Key& key, const char* what) {
+  const auto it = from.find(key);
+  MT_CHECK(it != from.end(), "pipeline: ", what, " of stage ", key.first, ", micro-batch ",
+           key.second, " was never received (the schedule lacks its RECV)");
+  it->second.work->wait();
+  Tensor t = std::move(it->second.buffer);
+  from.erase(it);
+  return t;
+}
+}  // namespace
+
+Tensor PipelineRunner::boundary_buffer(const MicroBatch& mb) {
+  MemoryCategoryScope scope(MemoryCategory::activation);
+  return Tensor::empty(engine_.model().activation_shape(mb));
+}
+
+PipelineRunner::PipelineRunner(Engine& engine, TrainableState& state, DeviceMesh& mesh,
+                               PipelinePlacement placement)
+    : StepRunner(engine, mesh),
+      state_(state),
+      pp_(mesh.comm(mesh_axis::pp)),
+      placement_(std::move(placement)) {}
+
+const Schedule& PipelineRunner::schedule(int micro_batches) {
+  auto it = schedules_.find(micro_batches);
+  if (it == schedules_.end())
+    it = schedules_
+             .emplace(micro_batches, make_schedule(placement_.schedule, placement_.ranks,
+                                                   micro_batches, placement_.virtual_stages))
+             .first;
+  return it->second;
+}
+
+double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global_tokens) {
+  MT_CHECK(!micro_batches.empty(), "a step needs at least one micro-batch");
+  const Schedule& plan = schedule(static_cast<int>(micro_batches.size()));
+  const std::vector<Action>& actions = plan.per_rank.at(placement_.rank);
+  const int last_stage = plan.stages() - 1;
+  const auto chunk_of = [&](int stage) {
+    const auto it = std::find(placement_.stages.begin(), placement_.stages.end(), stage);
+    MT_CHECK(it != placement_.stages.end(), "pipeline: stage ", stage, " is not on pp rank ",
+             placement_.rank);
+    return static_cast<int>(it - placement_.stages.begin());
+  };
+  // Each stage's last action that completes gradients (B, or W when backward is split): FSDP
+  // reduces its units' gradients then.
+  std::map<int, size_t> last_backward;
+  for (size_t i = 0; i < actions.size(); ++i)
+    if (actions[i].kind == ActionKind::full_backward ||
+        actions[i].kind == ActionKind::backward_weight)
+      last_backward[actions[i].stage] = i;
+
+  for (size_t k = 0; k < micro_batches.size(); ++k) {
+    micro_batches[k].index = static_cast<int>(k);
+    micro_batches[k].loss_scale = static_cast<float>(1.0 / global_tokens);
+  }
+  StepState st;
+  timing_ = {};
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  const auto step_start = Clock::now();
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const Action& a = actions[i];
+    auto start = Clock::now();
+    const Key key{a.stage, a.micro_batch};
+    MicroBatch& mb = micro_batches.at(a.micro_batch);
+    switch (a.kind) {
+      case ActionKind::recv_f: {
+        const Tensor buffer = boundary_buffer(mb);
+        st.inputs[key] = {pp_.recv(buffer, plan.rank_of(a.stage - 1)), buffer};
+        break;
+      }
+      case ActionKind::recv_b: {
+        const Tensor buffer = boundary_buffer(mb);
+        st.out_grads[key] = {pp_.recv(buffer, plan.rank_of(a.stage + 1)), buffer};
+        break;
+      }
+      case ActionKind::send_f: {
+        const Tensor output = staged(take(st.outputs, key, "the output"));
+        st.sends.push_back({pp_.send(output, plan.rank_of(a.stage + 1)), output});
+        break;
+      }
+      case ActionKind::send_b: {
+        const Tensor grad = staged(take(st.in_grads, key, "the input gradient"));
+        st.sends.push_back({pp_.send(grad, plan.rank_of(a.stage - 1)), grad});
+        break;
+      }
+      case ActionKind::forward: {
+        if (a.stage > 0)
+          mb.hidden = plan.rank_of(a.stage - 1) == placement_.rank
+                          ? take(st.outputs, {a.stage - 1, a.micro_batch}, "the output")
+                          : wait_for(st.inputs, key, "the input");
+        start = Clock::now();  // after the wait for the input: that is bubble, not compute
+        engine_.forward(mb, placement_.spans[chunk_of(a.stage)]);
+        timing_.forward_s += seconds_since(start);
+        ++timing_.forwards;
+        if (a.stage < last_stage) st.outputs[key] = std::move(mb.hidden);
+        mb.hidden = Tensor();
+        break;
+      }
+      case ActionKind::full_backward:
+      case ActionKind::backward_input: {
+        if (a.stage < last_stage)
+          mb.hidden = plan.rank_of(a.stage + 1) == placement_.rank
+                          ? take(st.in_grads, {a.stage + 1, a.micro_batch}, "the input gradient")
+                          : wait_for(st.out_grads, key, "the output gradient");
+        start = Clock::now();
+        engine_.backward(mb, placement_.spans[chunk_of(a.stage)], last_backward[a.stage] == i,
+                         a.kind == ActionKind::full_backward ? BackwardPart::full
+                                                             : BackwardPart::input);
+        timing_.backward_input_s += seconds_since(start);
+        ++timing_.backwards;
+        if (a.stage > 0) st.in_grads[key] = std::move(mb.hidden);
+        mb.hidden = Tensor();
+        break;
+      }
+      case ActionKind::backward_weight:
+        engine_.backward(mb, placement_.spans[chunk_of(a.stage)], last_backward[a.stage] == i,
+                         BackwardPart::weight);
+        timing_.backward_weight_s += seconds_since(start);
+        ++timing_.weights;
+        break;
+    }
+    st.reap_sends();
+  }
+  for (Transfer& t : st.sends) t.work->wait();
+  engine_.finish_backward();
+  sum_tied_gradients();
+  timing_.step_s = seconds_since(step_start);
+  double loss_sum = 0.0;
+  for (const MicroBatch& mb : micro_batches) loss_sum += mb.loss_sum;
+  return reduce_loss(loss_sum, global_tokens);
+}
+
+void PipelineRunner::sum_tied_gradients() {
+  if (placement_.tied.empty()) return;
+  for (const OptimizerSlot& slot : state_.optimizer_slots()) {
+    const auto tied = placement_.tied.find(slot.name);
+    if (tied == placement_.tied.end()) continue;
+    // Every holder sends its gradient to the others, then adds theirs: the same sum everywhere.
+    std::vector<Transfer> sends, recvs;
+    for (int peer : tied->second) {
+      sends.push_back({pp_.send(slot.grad, peer), slot.grad});
+      Tensor theirs = Tensor::empty(slot.grad.shape(), slot.grad.dtype(), slot.grad.device());
+      recvs.push_back({pp_.recv(theirs, peer), theirs});
+    }
+    for (Transfer& r : recvs) r.work->wait();
+    for (Transfer& s : sends) s.work->wait();
+    for (Transfer& r : recvs) ops::axpy(slot.grad, 1.f, r.buffer);
+  }
+}
+
+}  // namespace meshtrain

@@ -1,0 +1,111 @@
+// `meshtrain schedule`: prints a schedule with its bubble and peak activations, checks a
+// hand-written one, and ends bad input with a message and a non-zero exit.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/apps/apps_test_support.h"
+
+namespace meshtrain {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::ScratchDir;
+
+struct CliResult {
+  int exit_code;
+  std::string out, err;
+};
+
+CliResult run_cli(const ScratchDir& dir, const std::string& args) {
+  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+  const std::string command = std::string("'") + MESHTRAIN_CLI + "' " + args + " >'" + out +
+                              "' 2>'" + err + "' </dev/null";
+  const int status = std::system(command.c_str());
+  EXPECT_TRUE(WIFEXITED(status)) << command;
+  return {WEXITSTATUS(status), testing::read_text(out), testing::read_text(err)};
+}
+
+class ScheduleCli : public ::testing::Test {
+ protected:
+  ScratchDir dir_;
+};
+
+TEST_F(ScheduleCli, PrintsScheduleBubbleAndPeaks) {
+  const CliResult r = run_cli(dir_, "schedule --pp 2 --microbatches 2 --schedule 1f1b");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "schedule ranks=2 virtual_stages=1 micro_batches=2\n"
+            "rank 0: 0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1\n"
+            "rank 1: 1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1\n"
+            "\n"
+            "costs F=1 I=1 W=1 (B = I + W), makespan 9, bubble fraction 0.3333\n"
+            "rank  busy  idle  peak activations (micro-batches held, counted per stage)\n"
+            "   0     6     3     2\n"
+            "   1     6     3     1\n");
+}
+
+TEST_F(ScheduleCli, InterleavedDefaultsToTwoVirtualStagesAndTakesCosts) {
+  const CliResult r = run_cli(
+      dir_, "schedule --pp 4 --microbatches 8 --schedule interleaved --costs 1,2,0.5");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("schedule ranks=4 virtual_stages=2 micro_batches=8\n"));
+  EXPECT_THAT(r.out, HasSubstr("costs F=1 I=2 W=0.5 (B = I + W)"));
+  EXPECT_THAT(r.out, HasSubstr("bubble fraction 0.1579\n"));  // 3 / (2 * 8 + 3)
+}
+
+TEST_F(ScheduleCli, ChecksAScheduleFromAFile) {
+  const std::string path = dir_.file("custom.txt");
+  testing::write_text(path,
+                      "# ZB-H1 by hand\n"
+                      "schedule ranks=2 virtual_stages=1 micro_batches=1\n"
+                      "rank 0: 0F0 0SEND_F0 0RECV_B0 0I0 0W0\n"
+                      "rank 1: 1RECV_F0 1F0 1I0 1SEND_B0 1W0\n");
+  const CliResult ok = run_cli(dir_, "schedule --file '" + path + "' --costs 1,2,3");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("makespan 9, bubble fraction 0.3333"));
+
+  testing::write_text(path,
+                      "schedule ranks=2 virtual_stages=1 micro_batches=1\n"
+                      "rank 0: 0F0 0SEND_F0 0RECV_B0 0W0 0I0\n"
+                      "rank 1: 1RECV_F0 1F0 1I0 1SEND_B0 1W0\n");
+  const CliResult bad = run_cli(dir_, "schedule --file '" + path + "'");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.out, "");
+  EXPECT_THAT(bad.err, HasSubstr("meshtrain: error: 0W0 (rank 0, position 4) comes before 0I0"));
+
+  testing::write_text(path, "schedule ranks=1 virtual_stages=1 micro_batches=1\nrank 0: 0F0 0Z0\n");
+  const CliResult unreadable = run_cli(dir_, "schedule --file '" + path + "'");
+  EXPECT_EQ(unreadable.exit_code, 1);
+  EXPECT_THAT(unreadable.err, HasSubstr("custom.txt: schedule line 2 (rank 0): bad action '0Z0'"));
+}
+
+TEST_F(ScheduleCli, BadInputEndsWithAMessage) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"schedule --pp 2 --microbatches 4 --schedule zb-v", "unknown pipeline schedule 'zb-v'"},
+      {"schedule --pp 2 --microbatches 4", "--pp, --microbatches and --schedule, or --file"},
+      {"schedule --pp 4 --microbatches 2 --schedule interleaved",
+       "at least as many micro-batches as pipeline ranks"},
+      {"schedule --pp 2 --microbatches 4 --schedule gpipe --virtual 2",
+       "gpipe runs one stage per rank"},
+      {"schedule --pp 2 --microbatches 4 --schedule gpipe --costs 1,2", "--costs expects F,I,W"},
+      {"schedule --pp 2 --microbatches 4 --schedule gpipe --costs 1,-2,1", "got '1,-2,1'"},
+      {"schedule --pp 0 --microbatches 4 --schedule gpipe", "--pp"},
+      {"schedule --file /nonexistent/schedule.txt", "/nonexistent/schedule.txt"},
+      {"schedule --pp 2 --file /dev/null", "excludes"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CliResult r = run_cli(dir_, args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_THAT(r.err, HasSubstr(message)) << args;
+    EXPECT_EQ(r.out, "") << args;
+  }
+}
+
+}  // namespace
+}  // namespace meshtrain
