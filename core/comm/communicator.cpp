@@ -8,6 +8,10 @@
 namespace meshtrain {
 
 namespace {
+CommOp p2p_comm_op(const P2POp& op) {
+  return op.kind == P2POp::send ? CommOp::send : CommOp::recv;
+}
+
 void check_same_dtype(const Tensor& a, const Tensor& b, std::string_view what) {
   MT_CHECK(a.dtype() == b.dtype(), what, ": in and out dtypes differ (", a.describe(), " vs ",
            b.describe(), ")");
@@ -22,6 +26,14 @@ Communicator::Communicator(int rank, std::vector<int> world_ranks, std::string n
 
 std::string Communicator::describe(CommOp op, size_t bytes) const {
   return detail::concat(comm_op_name(op), " of ", bytes, " bytes on group '", name_, "' (size ",
+                        size(), ", ", backend_name(), ") at rank ", rank_, " (world rank ",
+                        world_rank(), ")");
+}
+
+std::string Communicator::describe(const P2POp& op) const {
+  const bool sends = op.kind == P2POp::send;
+  return detail::concat(sends ? "send" : "recv", " of ", op.buffer.nbytes(), " bytes ",
+                        sends ? "to" : "from", " rank ", op.peer, " on group '", name_, "' (size ",
                         size(), ", ", backend_name(), ") at rank ", rank_, " (world rank ",
                         world_rank(), ")");
 }
@@ -90,19 +102,35 @@ WorkPtr Communicator::broadcast(const Tensor& buffer, int root) {
 }
 
 WorkPtr Communicator::send(const Tensor& buffer, int peer) {
-  require(CommOp::send);
-  check_buffer(buffer, "send buffer");
-  check_peer(peer, "send");
-  count(CommOp::send, buffer.nbytes(), 0);
-  return do_send(buffer, peer);
+  return batch_p2p({P2POp{P2POp::send, buffer, peer}}).front();
 }
 
 WorkPtr Communicator::recv(const Tensor& buffer, int peer) {
-  require(CommOp::recv);
-  check_buffer(buffer, "recv buffer");
-  check_peer(peer, "recv");
-  count(CommOp::recv, 0, buffer.nbytes());
-  return do_recv(buffer, peer);
+  return batch_p2p({P2POp{P2POp::recv, buffer, peer}}).front();
+}
+
+std::vector<WorkPtr> Communicator::batch_p2p(const std::vector<P2POp>& ops) {
+  // Every op first, so that a bad one leaves nothing half issued (a peer would wait for the rest).
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const P2POp& op = ops[i];
+    const CommOp kind = p2p_comm_op(op);
+    require(kind);
+    // A lone send() or recv() reads as before; an op of a longer batch also says which it is.
+    const std::string what =
+        ops.size() == 1 ? std::string(comm_op_name(kind))
+                        : detail::concat("batch_p2p op ", i, " (", comm_op_name(kind), ")");
+    check_buffer(op.buffer, detail::concat(what, " buffer"));
+    check_peer(op.peer, what);
+  }
+  if (ops.empty()) return {};
+  for (const P2POp& op : ops) {
+    const bool sends = op.kind == P2POp::send;
+    count(p2p_comm_op(op), sends ? op.buffer.nbytes() : 0, sends ? 0 : op.buffer.nbytes());
+  }
+  std::vector<WorkPtr> works = do_batch_p2p(ops);
+  MT_CHECK_EQ(works.size(), ops.size(), "the ", backend_name(),
+              " backend's batch_p2p must return one Work per op");
+  return works;
 }
 
 WorkPtr Communicator::all_to_all(const Tensor& out, const Tensor& in) {

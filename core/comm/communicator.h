@@ -18,6 +18,13 @@
 
 namespace meshtrain {
 
+// One transfer of a batch_p2p(): send `buffer` to `peer`, or receive `peer`'s message into it.
+struct P2POp {
+  enum Kind { send, recv } kind;
+  Tensor buffer;
+  int peer;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -42,8 +49,21 @@ class Communicator {
   WorkPtr reduce_scatter_into(const Tensor& out, const Tensor& in, ReduceOp op);
   WorkPtr all_reduce(const Tensor& buffer, ReduceOp op);
   WorkPtr broadcast(const Tensor& buffer, int root);
+  // The n-th send from rank a to rank b meets the n-th recv at b from a, whose buffer must have
+  // the same size and dtype. A one-op batch_p2p().
   WorkPtr send(const Tensor& buffer, int peer);
   WorkPtr recv(const Tensor& buffer, int peer);
+  // Batched point-to-point (as torch.distributed.batch_isend_irecv): starts every op of the
+  // batch together and returns one Work per op, in order, so that a pipeline can wait for a
+  // received activation while its own sends are still in flight. No op of a batch waits for
+  // another op of the batch or of a later call, so neighbours that post their receives before
+  // their sends cannot deadlock, on any backend. Every op is validated before any starts, and
+  // each is counted as one send or recv call. An empty batch returns no Work.
+  //
+  // Separate send()/recv() calls do not wait for each other on the local and mpi backends
+  // either, but on nccl they run in issue order on one stream: there, put transfers that could
+  // wait in a cycle (a receive before a send, between neighbours) into one batch.
+  std::vector<WorkPtr> batch_p2p(const std::vector<P2POp>& ops);
   // in and out hold W equal chunks; chunk j of in goes to rank j, chunk i of out comes from rank i.
   WorkPtr all_to_all(const Tensor& out, const Tensor& in);
   WorkPtr barrier();
@@ -63,6 +83,8 @@ class Communicator {
 
   // "all_gather of 4096 bytes on group 'dp_shard' (size 4) at rank 1 (world rank 5)"
   std::string describe(CommOp op, size_t bytes) const;
+  // "recv of 4096 bytes from rank 0 on group 'pp' (size 2, local) at rank 1 (world rank 3)"
+  std::string describe(const P2POp& op) const;
   // Throws NotSupported naming the backend unless supports(op).
   void require(CommOp op) const;
   // Backends check that buffers live where they can reach them (host or a CUDA device).
@@ -72,8 +94,8 @@ class Communicator {
   virtual WorkPtr do_reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) = 0;
   virtual WorkPtr do_all_reduce(const Tensor& buffer, ReduceOp op) = 0;
   virtual WorkPtr do_broadcast(const Tensor& buffer, int root) = 0;
-  virtual WorkPtr do_send(const Tensor& buffer, int peer) = 0;
-  virtual WorkPtr do_recv(const Tensor& buffer, int peer) = 0;
+  // ops: validated and not empty. Returns one Work per op, in order; must not wait for any peer.
+  virtual std::vector<WorkPtr> do_batch_p2p(const std::vector<P2POp>& ops) = 0;
   virtual WorkPtr do_all_to_all(const Tensor& out, const Tensor& in) = 0;
   virtual WorkPtr do_barrier() = 0;
   // members: ranks here of the new group, in its order (the caller is among them).

@@ -14,16 +14,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Runs body(comm, gpu) on every rank of a fresh world of the given size.
-void run_world(int world, CommOptions options,
-               const std::function<void(Communicator&, Device)>& body) {
-  InMemoryStore store;
-  spawn_ranks(world, [&](int rank) {
-    const std::unique_ptr<Communicator> comm = nccl_world(store, rank, world, rank, options);
-    body(*comm, Device::cuda(rank));
-  });
-}
-
 class NcclMultiRank : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override { MESHTRAIN_REQUIRE_GPUS(GetParam()); }

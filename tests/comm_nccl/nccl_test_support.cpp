@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "core/bf16.h"
+#include "core/comm/nccl/nccl_world.h"
+#include "core/comm/store.h"
 
 namespace meshtrain::nccl_test {
 
@@ -46,6 +48,15 @@ void spawn_ranks(int world, const std::function<void(int)>& body) {
     });
   for (std::thread& t : threads) t.join();
   if (first_error) std::rethrow_exception(first_error);
+}
+
+void run_world(int world, CommOptions options,
+               const std::function<void(Communicator&, Device)>& body) {
+  InMemoryStore store;
+  spawn_ranks(world, [&](int rank) {
+    const std::unique_ptr<Communicator> comm = nccl_world(store, rank, world, rank, options);
+    body(*comm, Device::cuda(rank));
+  });
 }
 
 }  // namespace meshtrain::nccl_test

@@ -33,5 +33,8 @@ Tensor filled(int64_t n, DType dtype, Device device, const Values& values);
 
 // Runs body(rank) on one thread per rank and rethrows the first failure once all have finished.
 void spawn_ranks(int world, const std::function<void(int)>& body);
+// Runs body(comm, gpu) on every rank of a fresh nccl world of the given size, rank r on GPU r.
+void run_world(int world, CommOptions options,
+               const std::function<void(Communicator&, Device)>& body);
 
 }  // namespace meshtrain::nccl_test

@@ -1,7 +1,5 @@
 #include "core/comm/local/group_state.h"
 
-#include <cstring>
-
 #include "core/comm/local/peer_failure.h"
 #include "core/comm/local/world_state.h"
 #include "core/error.h"
@@ -18,13 +16,14 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 GroupState::GroupState(const WorldState& world, uint64_t id, std::string name,
                        std::vector<int> world_ranks)
-    : world_(world), id_(id), name_(std::move(name)), world_ranks_(std::move(world_ranks)) {}
+    : world_(world),
+      id_(id),
+      name_(std::move(name)),
+      world_ranks_(std::move(world_ranks)),
+      mailbox_(name_, [this](const std::string& message) { fail(message); }) {}
 
 std::string GroupState::where(const WaitContext& ctx) const {
-  const bool p2p = ctx.op == CommOp::send || ctx.op == CommOp::recv;
-  return detail::concat(comm_op_name(ctx.op), p2p ? " #" : " op #", ctx.seq,
-                        p2p ? (ctx.op == CommOp::send ? " to rank " : " from rank ") : "",
-                        p2p ? std::to_string(ctx.peer) : "", " on group '", name_, "' (size ",
+  return detail::concat(comm_op_name(ctx.op), " op #", ctx.seq, " on group '", name_, "' (size ",
                         size(), ") at rank ", ctx.rank, " (world rank ", ctx.world_rank, ")");
 }
 
@@ -38,8 +37,7 @@ void GroupState::throw_if_failed_locked(const WaitContext& ctx) const {
 // the buffers must not outlive their ranks' memory trackers. Ranks still inside an op hold their
 // own reference to the slot, so nothing they read goes away.
 void GroupState::release_locked(const std::string& message) {
-  for (auto& [key, send] : sends_) send.work->fail(std::make_exception_ptr(PeerFailure(message)));
-  sends_.clear();
+  mailbox_.fail(message);
   slots_.clear();
 }
 
@@ -135,41 +133,6 @@ void GroupState::pass_phase_locked(const WaitContext& ctx, Slot& slot) {
   // Only the last rank through a phase wakes the others.
   if (phase + 1 == static_cast<int>(slot.phase_done.size())) slots_.erase(ctx.seq);
   cv_.notify_all();
-}
-
-void GroupState::post_send(const WaitContext& ctx, int src, int dst, Tensor buffer,
-                           std::shared_ptr<AsyncWork> work) {
-  std::lock_guard lock(mutex_);
-  throw_if_failed_locked(ctx);
-  sends_[{src, dst, ctx.seq}] = PendingSend{std::move(buffer), std::move(work)};
-  cv_.notify_all();
-}
-
-void GroupState::recv(const WaitContext& ctx, int src, int dst, const Tensor& buffer) {
-  PendingSend send;
-  {
-    std::unique_lock lock(mutex_);
-    const SendKey key{src, dst, ctx.seq};
-    wait_locked(
-        lock, ctx, [&] { return sends_.count(key) > 0; },
-        [&] { return detail::concat("rank ", src, " never sent its send #", ctx.seq); });
-    auto it = sends_.find(key);
-    send = std::move(it->second);
-    sends_.erase(it);
-    if (send.buffer.nbytes() != buffer.nbytes() || send.buffer.dtype() != buffer.dtype()) {
-      const std::string message = detail::concat(
-          "send/recv mismatch on group '", name_, "': rank ", src, "'s send #", ctx.seq,
-          " to rank ", dst, " has ", send.buffer.nbytes(), " bytes (",
-          dtype_name(send.buffer.dtype()), ") but rank ", dst, "'s recv expects ",
-          buffer.nbytes(), " bytes (", dtype_name(buffer.dtype()), ")");
-      fail_locked(message);
-      send.work->fail(std::make_exception_ptr(PeerFailure(message)));
-      throw CommError(message);
-    }
-  }
-  // Outside the lock: other pairs and collectives of the group go on meanwhile.
-  if (buffer.nbytes() > 0) std::memcpy(buffer.raw_data(), send.buffer.raw_data(), buffer.nbytes());
-  send.work->complete();
 }
 
 }  // namespace meshtrain::local

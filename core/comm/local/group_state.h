@@ -1,6 +1,7 @@
 // The shared state of one group of the local backend: collective slots indexed by sequence number
-// and the send/recv mailbox. All waits go through one condition variable per group, have a
-// deadline, and wake when the group fails or the world aborts.
+// and the point-to-point mailbox. All waits go through one condition variable per group, have a
+// deadline, and wake when the group fails or the world aborts; point-to-point never waits here
+// (see mailbox.h).
 #pragma once
 
 #include <chrono>
@@ -11,9 +12,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <tuple>
 #include <vector>
 
+#include "core/comm/local/mailbox.h"
 #include "core/comm/local/op_signature.h"
 #include "core/comm/work.h"
 #include "core/tensor.h"
@@ -27,8 +28,7 @@ struct WaitContext {
   int rank = 0;
   int world_rank = 0;
   CommOp op = CommOp::barrier;
-  uint64_t seq = 0;  // collective number in the group, or send/recv number on the pair
-  int peer = -1;     // send/recv only
+  uint64_t seq = 0;  // collective number in the group
   std::chrono::milliseconds timeout{0};
 };
 
@@ -62,11 +62,8 @@ class GroupState {
   // Waits until every rank has passed this rank's next phase; the last phase releases the slot.
   void sync(const WaitContext& ctx, Slot& slot);
 
-  // Eager send: queues the buffer on the (src, dst) pair; the matching recv copies it and
-  // completes work. Recv waits for the send with the same number and checks size and dtype.
-  void post_send(const WaitContext& ctx, int src, int dst, Tensor buffer,
-                 std::shared_ptr<AsyncWork> work);
-  void recv(const WaitContext& ctx, int src, int dst, const Tensor& buffer);
+  // Sends and receives; a mismatched pair fails the group, and a failed group fails the mailbox.
+  Mailbox& mailbox() { return mailbox_; }
 
   // Fails every pending and future op of the group with PeerFailure(message); the first wins.
   void fail(const std::string& message);
@@ -75,11 +72,6 @@ class GroupState {
 
  private:
   using Clock = std::chrono::steady_clock;
-  using SendKey = std::tuple<int, int, uint64_t>;  // src, dst, number
-  struct PendingSend {
-    Tensor buffer;
-    std::shared_ptr<AsyncWork> work;
-  };
 
   void throw_if_failed_locked(const WaitContext& ctx) const;
   void fail_locked(const std::string& message);
@@ -101,7 +93,7 @@ class GroupState {
   std::condition_variable cv_;
   std::string failure_;  // empty while healthy
   std::map<uint64_t, std::shared_ptr<Slot>> slots_;
-  std::map<SendKey, PendingSend> sends_;
+  Mailbox mailbox_;  // has its own lock, always taken after mutex_ when both are held
 };
 
 }  // namespace meshtrain::local

@@ -42,7 +42,11 @@ LocalCommunicator::LocalCommunicator(std::shared_ptr<WorldState> world,
       progress_(tracker) {}
 
 LocalCommunicator::~LocalCommunicator() {
-  if (in_flight_.load() > 0)
+  const bool receiving = std::any_of(recvs_.begin(), recvs_.end(), [](const auto& weak) {
+    const auto work = weak.lock();
+    return work && !work->is_completed();
+  });
+  if (in_flight_.load() > 0 || receiving)
     group_->fail(detail::concat("rank ", rank(), " (world rank ", world_rank(),
                                 ") destroyed its communicator of group '", name(),
                                 "' with ops still in flight"));
@@ -54,8 +58,8 @@ void LocalCommunicator::check_buffer(const Tensor& buffer, std::string_view what
            buffer.describe());
 }
 
-WaitContext LocalCommunicator::context(CommOp op, uint64_t seq, int peer) const {
-  return WaitContext{rank(), world_rank(), op, seq, peer, options().timeout};
+WaitContext LocalCommunicator::context(CommOp op, uint64_t seq) const {
+  return WaitContext{rank(), world_rank(), op, seq, options().timeout};
 }
 
 std::shared_ptr<AsyncWork> LocalCommunicator::make_work(CommOp op, size_t bytes) const {
@@ -139,37 +143,51 @@ WorkPtr LocalCommunicator::do_barrier() {
                     [](LocalCommunicator&, const WaitContext&, Slot&) {});
 }
 
-WorkPtr LocalCommunicator::do_send(const Tensor& buffer, int peer) {
-  auto work = make_work(CommOp::send, buffer.nbytes());
-  const WaitContext ctx = context(CommOp::send, next_send_[peer]++, peer);
+std::vector<WorkPtr> LocalCommunicator::do_batch_p2p(const std::vector<P2POp>& ops) {
+  struct Posting {
+    P2POp op;
+    P2PKey key;
+    std::shared_ptr<AsyncWork> work;
+  };
+  std::vector<Posting> postings;
+  std::vector<WorkPtr> works;
+  std::erase_if(recvs_, [](const auto& weak) {
+    const auto work = weak.lock();
+    return !work || work->is_completed();
+  });
+  for (const P2POp& op : ops) {
+    const bool sends = op.kind == P2POp::send;
+    // Numbered per pair and direction at issue, so the n-th send meets the n-th receive.
+    const P2PKey key = sends ? P2PKey{rank(), op.peer, next_send_[op.peer]++}
+                             : P2PKey{op.peer, rank(), next_recv_[op.peer]++};
+    auto work = std::make_shared<AsyncWork>(describe(op), options().timeout);
+    if (!sends) recvs_.push_back(work);
+    postings.push_back({op, key, work});
+    works.push_back(std::move(work));
+  }
   ++in_flight_;
-  progress_.post([this, work, ctx, buffer, peer] {
-    // The matching recv completes the work; this thread only has to publish the buffer.
+  // Posted in queue order, so a send reads its buffer after the ops queued before it wrote it.
+  // Posting never waits: a receive stays in the mailbox until its sender arrives, and the ops
+  // queued behind it go on.
+  progress_.post([this, postings = std::move(postings)]() mutable {
+    // Before posting, which may complete the Works: a caller that saw them complete and then
+    // destroyed the communicator must not find this task still counted. Unfinished receives are
+    // tracked in recvs_ instead.
     --in_flight_;
-    try {
-      group_->post_send(ctx, rank(), peer, buffer, work);
-    } catch (...) {
-      work->fail(std::current_exception());
+    Mailbox& mailbox = group_->mailbox();
+    // The mailbox takes the buffers: once it settles a Work, nothing here holds them any more.
+    for (Posting& p : postings) {
+      try {
+        if (p.op.kind == P2POp::send)
+          mailbox.post_send(p.key, std::move(p.op.buffer), p.work);
+        else
+          mailbox.post_recv(p.key, std::move(p.op.buffer), p.work);
+      } catch (...) {
+        p.work->fail(std::current_exception());
+      }
     }
   });
-  return work;
-}
-
-WorkPtr LocalCommunicator::do_recv(const Tensor& buffer, int peer) {
-  auto work = make_work(CommOp::recv, buffer.nbytes());
-  const WaitContext ctx = context(CommOp::recv, next_recv_[peer]++, peer);
-  ++in_flight_;
-  progress_.post([this, work, ctx, buffer, peer] {
-    try {
-      group_->recv(ctx, peer, rank(), buffer);
-      --in_flight_;
-      work->complete();
-    } catch (...) {
-      --in_flight_;
-      work->fail(std::current_exception());
-    }
-  });
-  return work;
+  return works;
 }
 
 std::unique_ptr<Communicator> LocalCommunicator::do_split(const std::vector<int>& members,

@@ -1,6 +1,8 @@
 // The local backend's communicator: one rank of a group whose ranks are threads of this process.
 // Ops are queued on the communicator's progress thread and rendezvous with the peers in the
-// group's slots (see group_state.h); each rank moves its own share of the data.
+// group's slots (see group_state.h); each rank moves its own share of the data. Sends and
+// receives only post themselves to the group's mailbox (see mailbox.h), so the progress thread
+// never waits for a peer's point-to-point op.
 #pragma once
 
 #include <atomic>
@@ -19,8 +21,9 @@ class LocalCommunicator final : public Communicator {
   // tracker: the owning rank's MemoryTracker, charged for the progress thread's allocations.
   LocalCommunicator(std::shared_ptr<WorldState> world, std::shared_ptr<GroupState> group, int rank,
                     CommOptions options, MemoryTracker* tracker);
-  // Destroying a communicator with ops still in flight fails its group (the peers would
-  // otherwise wait for this rank until their deadline); it never hangs.
+  // Destroying a communicator with ops still in flight (receives still waiting for their sender
+  // included) fails its group, as the peers would otherwise wait for this rank until their
+  // deadline; it never hangs.
   ~LocalCommunicator() override;
 
   std::string_view backend_name() const override { return "local"; }
@@ -33,8 +36,7 @@ class LocalCommunicator final : public Communicator {
   WorkPtr do_reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) override;
   WorkPtr do_all_reduce(const Tensor& buffer, ReduceOp op) override;
   WorkPtr do_broadcast(const Tensor& buffer, int root) override;
-  WorkPtr do_send(const Tensor& buffer, int peer) override;
-  WorkPtr do_recv(const Tensor& buffer, int peer) override;
+  std::vector<WorkPtr> do_batch_p2p(const std::vector<P2POp>& ops) override;
   WorkPtr do_all_to_all(const Tensor& out, const Tensor& in) override;
   WorkPtr do_barrier() override;
   std::unique_ptr<Communicator> do_split(const std::vector<int>& members, int color, int key,
@@ -48,7 +50,7 @@ class LocalCommunicator final : public Communicator {
   // in a way that peers' reads and my writes would race on).
   WorkPtr collective(const OpSignature& signature, Tensor in, Tensor out, bool stage_in,
                      Mover move);
-  WaitContext context(CommOp op, uint64_t seq, int peer = -1) const;
+  WaitContext context(CommOp op, uint64_t seq) const;
   std::shared_ptr<AsyncWork> make_work(CommOp op, size_t bytes) const;
 
   std::shared_ptr<WorldState> world_;
@@ -59,7 +61,10 @@ class LocalCommunicator final : public Communicator {
   std::vector<uint64_t> next_send_;  // by peer
   std::vector<uint64_t> next_recv_;  // by peer
   std::atomic<int> in_flight_{0};    // queued or running on the progress thread
-  ProgressThread progress_;          // last: joins before the state its tasks use goes away
+  // Receives issued and perhaps unfinished (pruned at each batch): a rank that goes away with one
+  // still waiting for its sender must fail the group.
+  std::vector<std::weak_ptr<AsyncWork>> recvs_;
+  ProgressThread progress_;  // last: joins before the state its tasks use goes away
 };
 
 }  // namespace meshtrain::local

@@ -49,7 +49,7 @@ void MpiCommunicator::check_buffer(const Tensor& buffer, std::string_view what) 
 }
 
 WorkPtr MpiCommunicator::submit(CommOp op, size_t bytes, std::function<MPI_Request()> start,
-                                std::function<void()> finish) {
+                                std::function<void(const MPI_Status&)> finish) {
   auto work = std::make_shared<AsyncWork>(describe(op, bytes), options().timeout);
   progress_.enqueue(MpiOp{work, std::move(start), std::move(finish)});
   return work;
@@ -92,7 +92,7 @@ WorkPtr MpiCommunicator::do_reduce_scatter(const Tensor& out, const Tensor& in, 
                   "MPI_Ireduce_scatter_block");
         return request;
       },
-      [=] {
+      [=](const MPI_Status&) {
         if (op == ReduceOp::avg) divide_(recv, group);
         if (stage_out) convert_into(out, recv);
       });
@@ -115,7 +115,7 @@ WorkPtr MpiCommunicator::do_all_reduce(const Tensor& buffer, ReduceOp op) {
                   "MPI_Iallreduce");
         return request;
       },
-      [=] {
+      [=](const MPI_Status&) {
         if (op == ReduceOp::avg) divide_(acc_buffer, group);
         if (stage) convert_into(buffer, acc_buffer);
       });
@@ -131,26 +131,48 @@ WorkPtr MpiCommunicator::do_broadcast(const Tensor& buffer, int root) {
   });
 }
 
-WorkPtr MpiCommunicator::do_send(const Tensor& buffer, int peer) {
-  const int n = mpi_count(buffer.numel(), "send");
-  return submit(CommOp::send, buffer.nbytes(), [=, comm = comm_] {
+MpiOp MpiCommunicator::p2p_op(const P2POp& op) const {
+  const Tensor buffer = op.buffer;
+  const int peer = op.peer;
+  const int n = mpi_count(buffer.numel(), "point-to-point");
+  const MPI_Datatype type = mpi_datatype(buffer.dtype());
+  auto work = std::make_shared<AsyncWork>(describe(op), options().timeout);
+  if (op.kind == P2POp::send) {
+    auto start = [=, comm = comm_] {
+      MPI_Request request;
+      mpi_check(MPI_Isend(buffer.raw_data(), n, type, peer, kTag, comm, &request), "MPI_Isend");
+      return request;
+    };
+    return MpiOp{std::move(work), std::move(start), {}};
+  }
+  auto start = [=, comm = comm_] {
     MPI_Request request;
-    mpi_check(
-        MPI_Isend(buffer.raw_data(), n, mpi_datatype(buffer.dtype()), peer, kTag, comm, &request),
-        "MPI_Isend");
+    mpi_check(MPI_Irecv(buffer.raw_data(), n, type, peer, kTag, comm, &request), "MPI_Irecv");
     return request;
-  });
+  };
+  // MPI takes a shorter message than the buffer silently, which would leave stale data behind;
+  // the sizes must match exactly, as on the other backends.
+  auto check_size = [buffer, peer, what = work->description()](const MPI_Status& status) {
+    int bytes = 0;
+    mpi_check(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+    if (static_cast<size_t>(bytes) != buffer.nbytes())
+      throw CommError(detail::concat(what, ": rank ", peer, " sent ", bytes,
+                                     " bytes but this recv expects ", buffer.nbytes(), " bytes (",
+                                     dtype_name(buffer.dtype()), ")"));
+  };
+  return MpiOp{std::move(work), std::move(start), std::move(check_size)};
 }
 
-WorkPtr MpiCommunicator::do_recv(const Tensor& buffer, int peer) {
-  const int n = mpi_count(buffer.numel(), "recv");
-  return submit(CommOp::recv, buffer.nbytes(), [=, comm = comm_] {
-    MPI_Request request;
-    mpi_check(
-        MPI_Irecv(buffer.raw_data(), n, mpi_datatype(buffer.dtype()), peer, kTag, comm, &request),
-        "MPI_Irecv");
-    return request;
-  });
+std::vector<WorkPtr> MpiCommunicator::do_batch_p2p(const std::vector<P2POp>& ops) {
+  std::vector<MpiOp> batch;
+  std::vector<WorkPtr> works;
+  for (const P2POp& op : ops) {
+    batch.push_back(p2p_op(op));
+    works.push_back(batch.back().work);
+  }
+  // Posted together and in order, so that messages between a pair match in issue order.
+  progress_.enqueue(std::move(batch));
+  return works;
 }
 
 WorkPtr MpiCommunicator::do_all_to_all(const Tensor& out, const Tensor& in) {

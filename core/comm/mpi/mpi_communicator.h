@@ -1,6 +1,8 @@
 // MpiCommunicator: a Communicator over one MPI communicator, for host tensors. Every op is a
 // nonblocking MPI collective (or Isend/Irecv) run by the group's progress thread. bf16 reductions
 // are staged through f32 buffers and rounded once; avg is a sum divided by the group size.
+// A receive checks the size of what arrived (a longer message fails as truncated, a shorter one
+// names both sizes); MPI does not tell the dtypes apart, and the sender learns of neither.
 #pragma once
 
 #include <functional>
@@ -33,8 +35,7 @@ class MpiCommunicator final : public Communicator {
   WorkPtr do_reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) override;
   WorkPtr do_all_reduce(const Tensor& buffer, ReduceOp op) override;
   WorkPtr do_broadcast(const Tensor& buffer, int root) override;
-  WorkPtr do_send(const Tensor& buffer, int peer) override;
-  WorkPtr do_recv(const Tensor& buffer, int peer) override;
+  std::vector<WorkPtr> do_batch_p2p(const std::vector<P2POp>& ops) override;
   WorkPtr do_all_to_all(const Tensor& out, const Tensor& in) override;
   WorkPtr do_barrier() override;
   std::unique_ptr<Communicator> do_split(const std::vector<int>& members, int color, int key,
@@ -42,7 +43,9 @@ class MpiCommunicator final : public Communicator {
 
  private:
   WorkPtr submit(CommOp op, size_t bytes, std::function<MPI_Request()> start,
-                 std::function<void()> finish = {});
+                 std::function<void(const MPI_Status&)> finish = {});
+  // The MPI op of one point-to-point transfer, not yet queued.
+  MpiOp p2p_op(const P2POp& op) const;
 
   std::shared_ptr<MpiRuntime> runtime_;  // keeps MPI initialised while this group lives
   MPI_Comm comm_;

@@ -36,6 +36,14 @@ void MpiProgress::enqueue(MpiOp op) {
   cv_.notify_one();
 }
 
+void MpiProgress::enqueue(std::vector<MpiOp> ops) {
+  {
+    std::lock_guard lock(mutex_);
+    for (MpiOp& op : ops) queue_.push_back(std::move(op));
+  }
+  cv_.notify_one();
+}
+
 bool MpiProgress::shutdown(bool abandon) {
   {
     std::lock_guard lock(mutex_);
@@ -73,12 +81,14 @@ bool MpiProgress::poll() {
   const auto now = Clock::now();
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
     int done = 0;
-    const int rc = MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
+    MPI_Status status;
+    // Test, never wait: a late peer's request must not hold up the others in flight.
+    const int rc = MPI_Test(&it->request, &done, &status);
     if (rc != MPI_SUCCESS || done) {
       if (!it->expired) {
         try {
           mpi_check(rc, it->op.work->description());
-          if (it->op.finish) it->op.finish();
+          if (it->op.finish) it->op.finish(status);
           it->op.work->complete();
         } catch (...) {
           fail_group(std::current_exception());

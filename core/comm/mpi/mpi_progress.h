@@ -1,8 +1,10 @@
 // The progress thread of one MPI communicator. It posts the communicator's nonblocking MPI ops in
 // issue order (so every rank posts them in the same order) and polls them with MPI_Test, so that
 // they move on beside the caller's compute and several can be in flight (a send and a recv between
-// the same pair of ranks, say). An op not complete by its deadline fails with Timeout; the group is
-// unusable from then on, since its members no longer agree on which ops are posted.
+// the same pair of ranks, say). It never waits on one request: a receive whose sender is late
+// holds up neither the ops queued after it nor the other requests' completion. An op not complete
+// by its deadline fails with Timeout; the group is unusable from then on, since its members no
+// longer agree on which ops are posted.
 #pragma once
 
 #include <chrono>
@@ -25,7 +27,8 @@ namespace meshtrain {
 struct MpiOp {
   std::shared_ptr<AsyncWork> work;
   std::function<MPI_Request()> start;  // stages inputs and posts the op (on the progress thread)
-  std::function<void()> finish;        // unstages outputs once the op is complete; may be empty
+  // Checks what arrived (status) and unstages outputs once the op is complete; may be empty.
+  std::function<void(const MPI_Status& status)> finish;
 };
 
 class MpiProgress {
@@ -36,6 +39,9 @@ class MpiProgress {
   MpiProgress& operator=(const MpiProgress&) = delete;
 
   void enqueue(MpiOp op);
+  // Queues the ops as one unit, so that the progress thread posts them all before it polls any
+  // (the ops of one batch start together).
+  void enqueue(std::vector<MpiOp> ops);
 
   // Stops the thread. Unless abandon, ops in flight first run to completion or to their deadline.
   // Returns true when no request is left posted, so the MPI communicator may be freed; otherwise

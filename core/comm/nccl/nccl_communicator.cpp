@@ -22,11 +22,7 @@ void NcclCommunicator::check_buffer(const Tensor& buffer, std::string_view what)
 }
 
 template <typename Call>
-WorkPtr NcclCommunicator::launch(CommOp op, size_t bytes, std::vector<Tensor> buffers,
-                                 Call&& call) {
-  std::string what = describe(op, bytes);
-  // Every rank has the same sizes, so all skip together.
-  if (bytes == 0) return std::make_shared<CompletedWork>(std::move(what), options().timeout);
+void NcclCommunicator::enqueue(const std::string& what, Call&& call) {
   context_->require_usable(what);
   context_->activate();
   const CudaEvent inputs_ready;
@@ -34,10 +30,23 @@ WorkPtr NcclCommunicator::launch(CommOp op, size_t bytes, std::vector<Tensor> bu
   inputs_ready.block(context_->stream());
   check_nccl(call(context_->comm(), context_->stream()), what);
   context_->wait_ready(what, options().timeout);
+}
+
+WorkPtr NcclCommunicator::work_after_enqueued(std::string what, std::vector<Tensor> buffers) {
   CudaEvent done;
   done.record(context_->stream());
   return std::make_shared<NcclWork>(std::move(what), options().timeout, context_, std::move(done),
                                     std::move(buffers));
+}
+
+template <typename Call>
+WorkPtr NcclCommunicator::launch(CommOp op, size_t bytes, std::vector<Tensor> buffers,
+                                 Call&& call) {
+  std::string what = describe(op, bytes);
+  // Every rank has the same sizes, so all skip together.
+  if (bytes == 0) return std::make_shared<CompletedWork>(std::move(what), options().timeout);
+  enqueue(what, std::forward<Call>(call));
+  return work_after_enqueued(std::move(what), std::move(buffers));
 }
 
 WorkPtr NcclCommunicator::do_all_gather(const Tensor& out, const Tensor& in) {
@@ -69,16 +78,51 @@ WorkPtr NcclCommunicator::do_broadcast(const Tensor& buffer, int root) {
   });
 }
 
-WorkPtr NcclCommunicator::do_send(const Tensor& buffer, int peer) {
-  return launch(CommOp::send, buffer.nbytes(), {buffer}, [&](ncclComm_t comm, cudaStream_t s) {
-    return ncclSend(buffer.raw_data(), buffer.numel(), to_nccl(buffer.dtype()), peer, comm, s);
-  });
-}
-
-WorkPtr NcclCommunicator::do_recv(const Tensor& buffer, int peer) {
-  return launch(CommOp::recv, buffer.nbytes(), {buffer}, [&](ncclComm_t comm, cudaStream_t s) {
-    return ncclRecv(buffer.raw_data(), buffer.numel(), to_nccl(buffer.dtype()), peer, comm, s);
-  });
+std::vector<WorkPtr> NcclCommunicator::do_batch_p2p(const std::vector<P2POp>& ops) {
+  // Zero-byte transfers are skipped, on both sides alike since every rank knows the sizes.
+  struct Transfer {
+    bool sends;
+    void* data;
+    size_t count;
+    ncclDataType_t type;
+    int peer;
+  };
+  std::vector<Transfer> transfers;  // typed before the group opens: nothing may throw inside it
+  const P2POp* first = nullptr;
+  for (const P2POp& op : ops) {
+    if (op.buffer.nbytes() == 0) continue;
+    if (!first) first = &op;
+    transfers.push_back({op.kind == P2POp::send, op.buffer.raw_data(),
+                         static_cast<size_t>(op.buffer.numel()), to_nccl(op.buffer.dtype()),
+                         op.peer});
+  }
+  if (first) {
+    const std::string what = detail::concat("batch_p2p of ", transfers.size(),
+                                            " transfers, the first a ", describe(*first));
+    enqueue(what, [&](ncclComm_t comm, cudaStream_t s) {
+      // One group: NCCL starts all of it together, so a receive issued before a send (in any
+      // order within the batch) never waits on the stream for a send queued behind it.
+      const auto failed = [](ncclResult_t r) { return r != ncclSuccess && r != ncclInProgress; };
+      ncclResult_t result = ncclGroupStart();
+      if (failed(result)) return result;
+      for (const Transfer& t : transfers) {
+        result = t.sends ? ncclSend(t.data, t.count, t.type, t.peer, comm, s)
+                         : ncclRecv(t.data, t.count, t.type, t.peer, comm, s);
+        if (failed(result)) break;
+      }
+      const ncclResult_t ended = ncclGroupEnd();  // closes the group, even after an error
+      return failed(result) ? result : ended;
+    });
+  }
+  // The group completes as a whole: each op's Work is done once the stream has passed it.
+  std::vector<WorkPtr> works;
+  for (const P2POp& op : ops) {
+    if (op.buffer.nbytes() == 0)
+      works.push_back(std::make_shared<CompletedWork>(describe(op), options().timeout));
+    else
+      works.push_back(work_after_enqueued(describe(op), {op.buffer}));
+  }
+  return works;
 }
 
 WorkPtr NcclCommunicator::do_all_to_all(const Tensor& out, const Tensor& in) {

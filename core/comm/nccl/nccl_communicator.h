@@ -1,8 +1,11 @@
 // The nccl backend's Communicator: every op runs on the communicator's own CUDA stream, after
 // the work already queued on the caller's stream (cudaStreamPerThread), and returns an NcclWork.
-// Buffers must live on this communicator's GPU. An op returns once NCCL has enqueued it; the first
-// send/recv between two ranks may wait there (up to the timeout) for the peer to post its side,
-// so order point-to-point pairs so that they cannot wait in a cycle, or use all_to_all.
+// Buffers must live on this communicator's GPU. An op returns once NCCL has enqueued it.
+// Point-to-point: the ops of one batch_p2p() form one NCCL group (ncclGroupStart/End), which NCCL
+// runs as a whole, so sends and receives of a batch cannot wait for each other; separate send()
+// and recv() calls run one after the other on the stream, so a receive issued before a send
+// between neighbours deadlocks unless both are in one batch. Zero-byte transfers are skipped
+// (every rank knows the sizes), and NCCL cannot detect a size mismatch between the two sides.
 #pragma once
 
 #include <memory>
@@ -30,8 +33,7 @@ class NcclCommunicator final : public Communicator {
   WorkPtr do_reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) override;
   WorkPtr do_all_reduce(const Tensor& buffer, ReduceOp op) override;
   WorkPtr do_broadcast(const Tensor& buffer, int root) override;
-  WorkPtr do_send(const Tensor& buffer, int peer) override;
-  WorkPtr do_recv(const Tensor& buffer, int peer) override;
+  std::vector<WorkPtr> do_batch_p2p(const std::vector<P2POp>& ops) override;
   WorkPtr do_all_to_all(const Tensor& out, const Tensor& in) override;
   WorkPtr do_barrier() override;
   std::unique_ptr<Communicator> do_split(const std::vector<int>& members, int color, int key,
@@ -39,9 +41,14 @@ class NcclCommunicator final : public Communicator {
 
  private:
   // Orders the comm stream after the caller's stream, issues call(comm, stream) (one NCCL call
-  // or group), waits until NCCL has enqueued it and records its completion.
+  // or group) and waits until NCCL has enqueued it; `what` names it in errors.
+  template <typename Call>
+  void enqueue(const std::string& what, Call&& call);
+  // enqueue(), then a Work done when the op is (complete at once when it moves no bytes).
   template <typename Call>
   WorkPtr launch(CommOp op, size_t bytes, std::vector<Tensor> buffers, Call&& call);
+  // A Work done when what the stream holds so far is.
+  WorkPtr work_after_enqueued(std::string what, std::vector<Tensor> buffers);
 
   std::shared_ptr<NcclContext> context_;
 };
