@@ -14,8 +14,7 @@ std::vector<OptimizerSlot> parameter_slots(Model& model) {
   std::vector<OptimizerSlot> slots;
   for (Parameter* p : model.parameters())
     if (p->requires_grad())
-      slots.push_back({.name = p->name(), .param = p->value(), .grad = p->grad(),
-                       .decays = p->decays()});
+      slots.push_back({p->name(), p->value(), p->grad(), p->decays(), p->layout(), false});
   return slots;
 }
 

@@ -25,6 +25,29 @@ struct StepState {
   std::map<Key, Tensor> outputs;      // F: the stage's output, until sent or used here
   std::map<Key, Tensor> in_grads;     // B/I: the gradient of the stage's input, likewise
   std::vector<Transfer> sends;
+  // Consecutive transfers of the schedule go out as one batch (one NCCL group): what each posted
+  // op's Work belongs to.
+  std::vector<P2POp> batch;
+  std::vector<std::pair<std::map<Key, Transfer>*, Key>> batch_into;  // receives: where; sends: null
+
+  void post(P2POp op, std::map<Key, Transfer>* into, const Key& key) {
+    batch.push_back(std::move(op));
+    batch_into.push_back({into, key});
+  }
+  void flush(Communicator& comm) {
+    if (batch.empty()) return;
+    const std::vector<WorkPtr> works = comm.batch_p2p(batch);
+    for (size_t i = 0; i < works.size(); ++i) {
+      const auto& [into, key] = batch_into[i];
+      if (into) {
+        (*into)[key] = {works[i], batch[i].buffer};
+      } else {
+        sends.push_back({works[i], batch[i].buffer});
+      }
+    }
+    batch.clear();
+    batch_into.clear();
+  }
 
   // Drops the sends that have completed, freeing their buffers as a schedule expects.
   void reap_sends() {
@@ -115,30 +138,28 @@ double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global
   const auto step_start = Clock::now();
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
+    if (is_compute(a.kind)) st.flush(pp_);  // the transfers before it go out together
     auto start = Clock::now();
     const Key key{a.stage, a.micro_batch};
     MicroBatch& mb = micro_batches.at(a.micro_batch);
     switch (a.kind) {
-      case ActionKind::recv_f: {
-        const Tensor buffer = boundary_buffer(mb);
-        st.inputs[key] = {pp_.recv(buffer, plan.rank_of(a.stage - 1)), buffer};
+      case ActionKind::recv_f:
+        st.post({P2POp::recv, boundary_buffer(mb), plan.rank_of(a.stage - 1)}, &st.inputs, key);
         break;
-      }
-      case ActionKind::recv_b: {
-        const Tensor buffer = boundary_buffer(mb);
-        st.out_grads[key] = {pp_.recv(buffer, plan.rank_of(a.stage + 1)), buffer};
+      case ActionKind::recv_b:
+        st.post({P2POp::recv, boundary_buffer(mb), plan.rank_of(a.stage + 1)}, &st.out_grads,
+                key);
         break;
-      }
-      case ActionKind::send_f: {
-        const Tensor output = staged(take(st.outputs, key, "the output"));
-        st.sends.push_back({pp_.send(output, plan.rank_of(a.stage + 1)), output});
+      case ActionKind::send_f:
+        st.post({P2POp::send, staged(take(st.outputs, key, "the output")),
+                 plan.rank_of(a.stage + 1)},
+                nullptr, key);
         break;
-      }
-      case ActionKind::send_b: {
-        const Tensor grad = staged(take(st.in_grads, key, "the input gradient"));
-        st.sends.push_back({pp_.send(grad, plan.rank_of(a.stage - 1)), grad});
+      case ActionKind::send_b:
+        st.post({P2POp::send, staged(take(st.in_grads, key, "the input gradient")),
+                 plan.rank_of(a.stage - 1)},
+                nullptr, key);
         break;
-      }
       case ActionKind::forward: {
         if (a.stage > 0)
           mb.hidden = plan.rank_of(a.stage - 1) == placement_.rank
@@ -177,6 +198,7 @@ double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global
     }
     st.reap_sends();
   }
+  st.flush(pp_);
   for (Transfer& t : st.sends) t.work->wait();
   engine_.finish_backward();
   sum_tied_gradients();
@@ -191,16 +213,16 @@ void PipelineRunner::sum_tied_gradients() {
   for (const OptimizerSlot& slot : state_.optimizer_slots()) {
     const auto tied = placement_.tied.find(slot.name);
     if (tied == placement_.tied.end()) continue;
-    // Every holder sends its gradient to the others, then adds theirs: the same sum everywhere.
-    std::vector<Transfer> sends, recvs;
+    // Every holder sends its gradient to the others and adds theirs: the same sum everywhere.
+    std::vector<P2POp> exchange;
+    std::vector<Tensor> theirs;
     for (int peer : tied->second) {
-      sends.push_back({pp_.send(slot.grad, peer), slot.grad});
-      Tensor theirs = Tensor::empty(slot.grad.shape(), slot.grad.dtype(), slot.grad.device());
-      recvs.push_back({pp_.recv(theirs, peer), theirs});
+      theirs.push_back(Tensor::empty(slot.grad.shape(), slot.grad.dtype(), slot.grad.device()));
+      exchange.push_back({P2POp::send, slot.grad, peer});
+      exchange.push_back({P2POp::recv, theirs.back(), peer});
     }
-    for (Transfer& r : recvs) r.work->wait();
-    for (Transfer& s : sends) s.work->wait();
-    for (Transfer& r : recvs) ops::axpy(slot.grad, 1.f, r.buffer);
+    for (const WorkPtr& w : pp_.batch_p2p(exchange)) w->wait();
+    for (const Tensor& t : theirs) ops::axpy(slot.grad, 1.f, t);
   }
 }
 

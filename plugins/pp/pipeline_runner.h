@@ -1,7 +1,7 @@
 // PipelineRunner: the one runtime for every pipeline schedule. It executes this rank's action list
-// of a Schedule (schedule.h) for the step's micro-batches: each F and B (or I) runs one of the
+// of a Schedule (schedule.h) for the step's micro-batches: each F and B (or I, W) runs one of the
 // rank's stages through the engine, each SEND/RECV moves an activation or its gradient over the
-// pp axis. Receivers know the shape in advance (Model::activation_shape); sends are posted and
+// pp axis (consecutive ones as one batch_p2p, so neighbours that receive first cannot deadlock). Receivers know the shape in advance (Model::activation_shape); sends are posted and
 // waited for only when the buffer is no longer needed; every wait has the communicator's timeout.
 //
 // After the schedule the runner completes the strategies' gradient reductions, then sums the

@@ -24,7 +24,12 @@ struct Reference {
 };
 
 OptimizerSlot slot(std::string name, Tensor param, Tensor grad, bool decays) {
-  return {.name = std::move(name), .param = param, .grad = grad, .decays = decays};
+  OptimizerSlot slot;
+  slot.name = std::move(name);
+  slot.param = param;
+  slot.grad = grad;
+  slot.decays = decays;
+  return slot;
 }
 
 TEST(AdamW, TwoStepsMatchTheClosedForm) {
