@@ -1,0 +1,75 @@
+// How a model splits into pipeline stages, the pp plugin's options, and the errors for layouts it
+// cannot run.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/comm/local/spawn_ranks.h"
+#include "plugins/builtin_strategies.h"
+#include "plugins/pp/stage_model.h"
+#include "tests/support/error_message.h"
+#include "tests/support/training_runs.h"
+
+namespace meshtrain::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<std::pair<int, int>> spans(const std::vector<LayerSpan>& s) {
+  std::vector<std::pair<int, int>> out;
+  for (const LayerSpan& span : s) out.push_back({span.first, span.last});
+  return out;
+}
+
+TEST(PpStages, BalancedByLayerCountOrAsGiven) {
+  // GPT-2 with 6 blocks: 8 layers, the embedding first and the head last.
+  EXPECT_EQ(spans(partition_layers(8, 2)), (std::vector<std::pair<int, int>>{{0, 3}, {4, 7}}));
+  EXPECT_EQ(spans(partition_layers(8, 3)),
+            (std::vector<std::pair<int, int>>{{0, 1}, {2, 4}, {5, 7}}));
+  EXPECT_EQ(spans(partition_layers(8, 4, {3, 2, 2, 1})),
+            (std::vector<std::pair<int, int>>{{0, 2}, {3, 4}, {5, 6}, {7, 7}}));
+  EXPECT_EQ(parse_layer_counts("3,2,2,1"), (std::vector<int>{3, 2, 2, 1}));
+}
+
+TEST(PpStages, ClearErrors) {
+  EXPECT_THAT(error_message<InvalidArgument>([] { partition_layers(3, 4); }),
+              HasSubstr("a pipeline of 4 stages needs at least as many layers; the model has 3"));
+  EXPECT_THAT(error_message<InvalidArgument>([] { partition_layers(8, 2, {3, 3}); }),
+              HasSubstr("--pp-layers must add up to the model's layers"));
+  EXPECT_THAT(error_message<InvalidArgument>([] { partition_layers(8, 2, {8, 0}); }),
+              HasSubstr("every stage needs at least one layer"));
+  EXPECT_THAT(error_message<InvalidArgument>([] { partition_layers(8, 3, {4, 4}); }),
+              HasSubstr("a layer count per stage (3 stages = pp x virtual stages)"));
+  EXPECT_THAT(error_message<InvalidArgument>([] { parse_layer_counts("3,x"); }),
+              HasSubstr("--pp-layers expects comma-separated layer counts such as 3,2,2,3, got 'x'"));
+  const StrategyRegistry registry = builtin_strategies();
+  EXPECT_THAT(error_message<InvalidArgument>([&] { registry.create("pp", {{"schedule", "2f2b"}}); }),
+              HasSubstr("unknown pipeline schedule '2f2b'"));
+  EXPECT_THAT(error_message<InvalidArgument>([&] { registry.create("pp", {{"chunks", "2"}}); }),
+              HasSubstr("unknown pp option 'chunks'; known: schedule, virtual, layers"));
+}
+
+// Explicit stage sizes and FSDP told to reshard after forward under PP train like any layout.
+TEST(PpStages, ExplicitLayersAndReshardAfterForwardMatchTheSingleRankRun) {
+  TrainConfig c = uneven_config();  // 2 blocks: 4 layers
+  c.world = 4;
+  c.mesh = parse_mesh_spec("pp=2,dp_shard=2");
+  c.grad_accum = 2;
+  c.set("pp", "layers", "3,1").set("fsdp", "reshard_after_forward", "true");
+  expect_same_run(run_on_mesh(c), uneven_reference(0.f));
+}
+
+TEST(PpStages, TooFewLayersForThePipelineFailsBeforeTraining) {
+  TrainConfig c = uneven_config();  // 4 layers
+  c.world = 4;
+  c.mesh = parse_mesh_spec("pp=4");
+  c.set("pp", "schedule", "interleaved").set("pp", "virtual", "2");
+  std::vector<std::string> errors(4);
+  spawn_ranks(4, [&](RankContext& ctx) {
+    errors[ctx.rank] =
+        error_message<InvalidArgument>([&] { Trainer trainer(c, ctx.world, ctx.memory); });
+  });
+  EXPECT_THAT(errors[0], HasSubstr("a pipeline of 8 stages needs at least as many layers"));
+}
+
+}  // namespace
+}  // namespace meshtrain::testing
