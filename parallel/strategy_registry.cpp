@@ -13,6 +13,26 @@ std::string_view strategy_kind_name(StrategyKind kind) {
   return "unknown";
 }
 
+int parse_int_option(std::string_view plugin, std::string_view key, const std::string& value,
+                     int minimum) {
+  size_t used = 0;
+  int parsed = minimum - 1;
+  try {
+    parsed = std::stoi(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  MT_CHECK(used == value.size() && !value.empty() && parsed >= minimum, plugin, " option ", key,
+           " expects an integer of at least ", minimum, ", got '", value, "'");
+  return parsed;
+}
+
+bool parse_bool_option(std::string_view plugin, std::string_view key, const std::string& value) {
+  MT_CHECK(value == "true" || value == "false", plugin, " option ", key,
+           " expects true or false, got '", value, "'");
+  return value == "true";
+}
+
 void StrategyRegistry::add(const std::string& name, StrategyFactory factory) {
   MT_CHECK(!name.empty(), "a strategy needs a name");
   MT_CHECK(factory != nullptr, "strategy '", name, "' registered without a factory");

@@ -15,6 +15,11 @@ namespace meshtrain {
 using StrategyOptions = std::map<std::string, std::string>;
 using StrategyFactory = std::function<std::unique_ptr<Strategy>(const StrategyOptions&)>;
 
+// Option values as plugins read them; errors name the plugin, the option and what was expected.
+int parse_int_option(std::string_view plugin, std::string_view key, const std::string& value,
+                     int minimum);
+bool parse_bool_option(std::string_view plugin, std::string_view key, const std::string& value);
+
 class StrategyRegistry {
  public:
   // A duplicate name is rejected.

@@ -15,19 +15,6 @@ bool binds(const std::vector<std::string>& axes, std::string_view axis) {
          std::find(axes.begin(), axes.end(), mesh_axis::dp) != axes.end();
 }
 
-int parse_count(const std::string& key, const std::string& value) {
-  size_t used = 0;
-  int parsed = -1;
-  try {
-    parsed = std::stoi(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  MT_CHECK(used == value.size() && parsed >= 0, "fsdp option ", key,
-           " expects a non-negative integer, got '", value, "'");
-  return parsed;
-}
-
 Communicator* group_or_null(Communicator& comm) { return comm.size() > 1 ? &comm : nullptr; }
 
 FsdpGroups resolve_groups(DeviceMesh& mesh, const std::vector<std::string>& axes, FsdpMode mode) {
@@ -113,7 +100,7 @@ void register_fsdp(StrategyRegistry& registry) {
       if (key == "mode") {
         options.mode = parse_fsdp_mode(value);
       } else if (key == "prefetch") {
-        options.prefetch = parse_count(key, value);
+        options.prefetch = parse_int_option("fsdp", key, value, 0);
       } else if (key == "param_dtype") {
         options.param_dtype = parse_dtype(value);
       } else if (key == "reduce_dtype") {
@@ -121,17 +108,11 @@ void register_fsdp(StrategyRegistry& registry) {
       } else if (key == "grad_sync") {
         options.grad_sync = parse_grad_sync(value);
       } else if (key == "blocks_per_unit") {
-        const int blocks = parse_count(key, value);
-        MT_CHECK_GE(blocks, 1, "fsdp option blocks_per_unit must be at least 1");
-        options.unit_policy = group_units_policy(blocks);
+        options.unit_policy = group_units_policy(parse_int_option("fsdp", key, value, 1));
       } else if (key == "reshard_after_forward") {
-        MT_CHECK(value == "true" || value == "false", "fsdp option reshard_after_forward expects "
-                 "true or false, got '", value, "'");
-        options.reshard_after_forward = value == "true";
+        options.reshard_after_forward = parse_bool_option("fsdp", key, value);
       } else if (key == "reshard_root") {
-        MT_CHECK(value == "true" || value == "false", "fsdp option reshard_root expects true or "
-                 "false, got '", value, "'");
-        options.reshard_root_after_forward = value == "true";
+        options.reshard_root_after_forward = parse_bool_option("fsdp", key, value);
       } else {
         throw InvalidArgument(detail::concat(
             "unknown fsdp option '", key,

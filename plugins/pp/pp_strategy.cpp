@@ -73,16 +73,7 @@ void register_pp(StrategyRegistry& registry) {
       if (key == "schedule") {
         options.schedule = parse_schedule_kind(value);
       } else if (key == "virtual") {
-        size_t used = 0;
-        int parsed = 0;
-        try {
-          parsed = std::stoi(value, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        MT_CHECK(used == value.size() && parsed >= 1,
-                 "pp option virtual expects a positive integer, got '", value, "'");
-        options.virtual_stages = parsed;
+        options.virtual_stages = parse_int_option("pp", key, value, 1);
       } else if (key == "layers") {
         options.layers_per_stage = parse_layer_counts(value);
       } else {

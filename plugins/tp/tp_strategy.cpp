@@ -37,9 +37,7 @@ void register_tp(StrategyRegistry& registry) {
     for (const auto& [key, value] : given) {
       MT_CHECK(key == "sequence_parallel", "unknown tp option '", key,
                "'; known: sequence_parallel");
-      MT_CHECK(value == "true" || value == "false",
-               "tp option sequence_parallel expects true or false, got '", value, "'");
-      options.sequence_parallel = value == "true";
+      options.sequence_parallel = parse_bool_option("tp", key, value);
     }
     return std::make_unique<TpStrategy>(options);
   });

@@ -2,10 +2,12 @@
 // and reading back the metrics file.
 #pragma once
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -31,6 +33,23 @@ inline std::string read_text(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+struct CliResult {
+  int exit_code;
+  std::string out, err;
+};
+
+// Runs the `meshtrain` binary at `cli` with `args` (passed through the shell as written), its
+// output captured in files of `dir`.
+inline CliResult run_cli(const char* cli, const ScratchDir& dir, const std::string& args) {
+  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+  std::string command = "'";  // built by appending: GCC 12 misreports long operator+ chains
+  command.append(cli).append("' ").append(args);
+  command.append(" >'").append(out).append("' 2>'").append(err).append("' </dev/null");
+  const int status = std::system(command.c_str());
+  EXPECT_TRUE(WIFEXITED(status)) << command;
+  return {WEXITSTATUS(status), read_text(out), read_text(err)};
 }
 
 // Some English prose, repeated: enough structure for a byte-level model to learn quickly.

@@ -16,21 +16,11 @@ namespace meshtrain {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::CliResult;
 using testing::ScratchDir;
 
-struct CliResult {
-  int exit_code;
-  std::string out, err;
-};
-
-// Runs `meshtrain <args>` (args are passed through the shell as written).
 CliResult run_cli(const ScratchDir& dir, const std::string& args) {
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  const std::string command = std::string("'") + MESHTRAIN_CLI + "' " + args + " >'" + out +
-                              "' 2>'" + err + "' </dev/null";
-  const int status = std::system(command.c_str());
-  EXPECT_TRUE(WIFEXITED(status)) << command;
-  return {WEXITSTATUS(status), testing::read_text(out), testing::read_text(err)};
+  return testing::run_cli(MESHTRAIN_CLI, dir, args);
 }
 
 class Cli : public ::testing::Test {

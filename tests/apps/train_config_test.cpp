@@ -117,7 +117,7 @@ TEST(TrainConfig, PluginOptionsAreParsedByTheirPlugin) {
   EXPECT_THAT(validate_message(c), HasSubstr("unknown tp option 'sequence'"));
   c = valid_config();
   c.set("pp", "virtual", "0");
-  EXPECT_THAT(validate_message(c), HasSubstr("pp option virtual expects a positive integer"));
+  EXPECT_THAT(validate_message(c), HasSubstr("pp option virtual expects an integer of at least 1, got '0'"));
   c = valid_config();
   c.set("ep", "experts", "8");
   EXPECT_THAT(validate_message(c), HasSubstr("unknown strategy 'ep'; known strategies: fsdp, pp, tp"));

@@ -2,7 +2,6 @@
 // without sequence parallelism, reproduces the single-rank run of the same model step by step
 // (each step's loss and gradient norm within 1e-5 relative, the final parameters within 1e-5).
 // Every rank computes the single-rank reference itself (tiny model) and checks its own view.
-#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -10,9 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "apps/train/run_training.h"
-#include "core/comm/mpi/mpi_world.h"
+#include "tests/apps_mpi/mpi_runs.h"
 #include "tests/comm_mpi/mpi_test_env.h"
-#include "tests/support/training_runs.h"
 
 namespace meshtrain::testing {
 namespace {
@@ -27,29 +25,11 @@ TrainConfig tp_config(bool sequence_parallel) {
   return c;
 }
 
-// This rank's part of the run on a world communicator of the mpirun job.
-RunResult run_on_mpi(const TrainConfig& config) {
-  MemoryTracker memory;  // outlives the communicator and every tensor it holds
-  MemoryScope scope(&memory);
-  const std::unique_ptr<Communicator> world = mpi_world(mpi_test::test_options());
-  Trainer trainer(config, *world, memory);
-  RunResult result;
-  for (int64_t s = 0; s < config.steps; ++s) {
-    const StepMetrics m = trainer.step();
-    result.losses.push_back(m.loss);
-    result.grad_norms.push_back(m.grad_norm);
-  }
-  trainer.for_each_global_param([&](const Parameter& p, const Tensor& value) {
-    result.params[p.name()] = value.to_vector();
-  });
-  return result;
-}
-
 class TpOnMpi : public mpi_test::MpiTest, public ::testing::WithParamInterface<bool> {};
 
 TEST_P(TpOnMpi, MatchesTheSingleRankRun) {
   ASSERT_EQ(world().size(), 4) << "run with mpirun -np 4";
-  expect_same_run(run_on_mpi(tp_config(GetParam())), uneven_reference(0.f));
+  expect_same_run(train_on_mpi(tp_config(GetParam())), uneven_reference(0.f));
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, TpOnMpi, ::testing::Bool(),

@@ -15,20 +15,11 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using testing::CliResult;
 using testing::ScratchDir;
 
-struct CliResult {
-  int exit_code;
-  std::string out, err;
-};
-
 CliResult run_cli(const ScratchDir& dir, const std::string& args) {
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  const std::string command = std::string("'") + MESHTRAIN_CLI + "' " + args + " >'" + out +
-                              "' 2>'" + err + "' </dev/null";
-  const int status = std::system(command.c_str());
-  EXPECT_TRUE(WIFEXITED(status)) << command;
-  return {WEXITSTATUS(status), testing::read_text(out), testing::read_text(err)};
+  return testing::run_cli(MESHTRAIN_CLI, dir, args);
 }
 
 class ScheduleCli : public ::testing::Test {
