@@ -40,7 +40,8 @@ constexpr PluginFlag kPluginFlags[] = {
      "FSDP frees blocks' parameters after forward: true or false (default: true for full and "
      "hybrid, false under pipeline parallelism)"},
     {"--pp-schedule", "pp", "schedule", "pipeline schedule: gpipe, 1f1b (default), interleaved, zb-h1"},
-    {"--virtual", "pp", "virtual", "pipeline stages per pp rank (interleaved schedules)"},
+    {"--virtual", "pp", "virtual",
+     "pipeline stages per pp rank (interleaved schedules; default 2 for interleaved, else 1)"},
     {"--pp-layers", "pp", "layers",
      "layers per pipeline stage, e.g. 3,2,2,3 (embedding and head count; default: balanced)"},
 };

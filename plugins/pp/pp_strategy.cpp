@@ -81,6 +81,9 @@ void register_pp(StrategyRegistry& registry) {
                                              "'; known: schedule, virtual, layers"));
       }
     }
+    // As `meshtrain schedule` does: interleaving needs at least two stages per rank.
+    if (options.schedule == ScheduleKind::interleaved && !given.count("virtual"))
+      options.virtual_stages = 2;
     return std::make_unique<PpStrategy>(options);
   });
 }

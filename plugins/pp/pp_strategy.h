@@ -38,8 +38,8 @@ class PpStrategy : public Strategy {
   std::unique_ptr<StageModel> stage_model_;
 };
 
-// "pp" with options schedule (gpipe, 1f1b, interleaved, zb-h1), virtual (stages per rank) and
-// layers (layer counts per stage, "3,2,2,3").
+// "pp" with options schedule (gpipe, 1f1b, interleaved, zb-h1), virtual (stages per rank; 2 by
+// default for interleaved, else 1) and layers (layer counts per stage, "3,2,2,3").
 void register_pp(StrategyRegistry& registry);
 
 }  // namespace meshtrain

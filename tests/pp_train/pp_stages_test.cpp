@@ -5,6 +5,7 @@
 
 #include "core/comm/local/spawn_ranks.h"
 #include "plugins/builtin_strategies.h"
+#include "plugins/pp/pp_strategy.h"
 #include "plugins/pp/stage_model.h"
 #include "tests/support/error_message.h"
 #include "tests/support/training_runs.h"
@@ -46,6 +47,17 @@ TEST(PpStages, ClearErrors) {
               HasSubstr("unknown pipeline schedule '2f2b'"));
   EXPECT_THAT(error_message<InvalidArgument>([&] { registry.create("pp", {{"chunks", "2"}}); }),
               HasSubstr("unknown pp option 'chunks'; known: schedule, virtual, layers"));
+}
+
+TEST(PpStages, InterleavedDefaultsToTwoStagesPerRank) {
+  const StrategyRegistry registry = builtin_strategies();
+  const auto virtual_stages = [&](const StrategyOptions& options) {
+    const std::unique_ptr<Strategy> pp = registry.create("pp", options);
+    return dynamic_cast<const PpStrategy&>(*pp).options().virtual_stages;
+  };
+  EXPECT_EQ(virtual_stages({{"schedule", "interleaved"}}), 2);
+  EXPECT_EQ(virtual_stages({{"schedule", "interleaved"}, {"virtual", "3"}}), 3);
+  EXPECT_EQ(virtual_stages({{"schedule", "1f1b"}}), 1);
 }
 
 // Explicit stage sizes and FSDP told to reshard after forward under PP train like any layout.
