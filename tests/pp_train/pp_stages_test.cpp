@@ -1,5 +1,7 @@
 // How a model splits into pipeline stages, the pp plugin's options, and the errors for layouts it
 // cannot run.
+#include <mutex>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -68,6 +70,32 @@ TEST(PpStages, ExplicitLayersAndReshardAfterForwardMatchTheSingleRankRun) {
   c.grad_accum = 2;
   c.set("pp", "layers", "3,1").set("fsdp", "reshard_after_forward", "true");
   expect_same_run(run_on_mesh(c), uneven_reference(0.f));
+}
+
+// GPT-2's wte lives on the first stage (embedding) and the last (tied head): after training, the
+// two copies are still equal bit for bit, under FSDP and TP too.
+TEST(PpStages, TiedEmbeddingCopiesStayEqual) {
+  TrainConfig c = uneven_config();
+  c.world = 8;
+  c.mesh = parse_mesh_spec("pp=2,dp_shard=2,tp=2");
+  c.grad_accum = 2;
+  c.set("pp", "schedule", "zb-h1").set("fsdp", "mode", "full");
+  std::map<int, std::vector<float>> wte_by_pp_rank;
+  std::mutex mutex;
+  with_trainers(c, [&](Trainer& trainer, MemoryTracker&) {
+    for (int s = 0; s < 3; ++s) trainer.step();
+    std::vector<float> wte;
+    trainer.for_each_global_param([&](const Parameter& p, const Tensor& v) {
+      if (p.name() == "wte.weight") wte = v.to_vector();
+    });
+    if (trainer.rank() % 4 == 0) {  // dp_shard and tp coordinate 0 of each pp rank
+      std::lock_guard lock(mutex);
+      wte_by_pp_rank[trainer.mesh().axis_rank("pp")] = wte;
+    }
+  });
+  ASSERT_EQ(wte_by_pp_rank.size(), 2u);
+  ASSERT_FALSE(wte_by_pp_rank[0].empty());
+  EXPECT_EQ(wte_by_pp_rank[0], wte_by_pp_rank[1]);
 }
 
 TEST(PpStages, TooFewLayersForThePipelineFailsBeforeTraining) {
