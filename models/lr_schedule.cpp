@@ -7,7 +7,7 @@
 namespace meshtrain {
 
 void LrSchedule::validate() const {
-  MT_CHECK(lr >= 0.0f, "LrSchedule: lr must be >= 0, got ", lr);
+  MT_CHECK(lr >= 0.0f && std::isfinite(lr), "LrSchedule: lr must be finite and >= 0, got ", lr);
   MT_CHECK(warmup_steps >= 0, "LrSchedule: warmup_steps must be >= 0, got ", warmup_steps);
   MT_CHECK(decay_steps == 0 || decay_steps > warmup_steps,
            "LrSchedule: decay_steps must be 0 (no decay) or greater than warmup_steps = ",

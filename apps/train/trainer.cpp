@@ -101,6 +101,12 @@ StepMetrics Trainer::step() {
   TrainableState& state = *parallel_.state;
   std::vector<OptimizerSlot> slots = state.optimizer_slots();
   const double grad_norm = global_grad_norm(slots, *mesh_);
+  // Every rank holds the same reduced figures, so every rank stops here, before the update.
+  if (!std::isfinite(loss) || !std::isfinite(grad_norm))
+    throw Error(detail::concat("step ", step_ + 1, ": the loss is ", loss,
+                               " and the gradient norm ", grad_norm,
+                               "; stopping before the optimizer step (the parameters are those "
+                               "of the previous step; try a lower --lr or check the data)"));
   if (config_.clip > 0.f) clip_grads(slots, grad_norm, config_.clip);
   const float lr = config_.lr.at(step_);
   optimizer_.step(slots, lr);

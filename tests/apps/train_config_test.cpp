@@ -2,6 +2,8 @@
 // expected.
 #include "apps/train/train_config.h"
 
+#include <limits>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -121,6 +123,12 @@ TEST(TrainConfig, PluginOptionsAreParsedByTheirPlugin) {
   c = valid_config();
   c.set("ep", "experts", "8");
   EXPECT_THAT(validate_message(c), HasSubstr("unknown strategy 'ep'; known strategies: fsdp, pp, tp"));
+}
+
+TEST(TrainConfig, LearningRateMustBeFinite) {
+  TrainConfig c = valid_config();
+  c.lr.lr = std::numeric_limits<float>::infinity();
+  EXPECT_THAT(validate_message(c), HasSubstr("lr must be finite and >= 0, got inf"));
 }
 
 TEST(TrainConfig, MissingDataAndNonPositiveCounts) {

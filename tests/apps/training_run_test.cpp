@@ -12,6 +12,7 @@
 #include "apps/train/trainer.h"
 #include "core/comm/local/spawn_ranks.h"
 #include "tests/apps/apps_test_support.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain {
 namespace {
@@ -149,6 +150,20 @@ TEST(TrainingRun, MissingTokenFileIsAnIoError) {
   } catch (const Error& e) {
     EXPECT_THAT(std::string(e.what()), HasSubstr("does_not_exist.bin"));
   }
+}
+
+// A run that diverges stops on every rank at the first non-finite loss or gradient norm, naming
+// the step, before the optimizer step and before anything is written.
+TEST(TrainingRun, NonFiniteLossStopsTheRunBeforeAnythingIsWritten) {
+  ScratchDir dir;
+  TrainConfig c = tiny_config(dir, 2);
+  c.lr.lr = 1e30f;  // finite, so accepted, but the first update blows the weights up
+  c.save_path = dir.file("model.safetensors");
+  std::ostringstream out;
+  const std::string message = testing::error_message<Error>([&] { run_training(c, out, false); });
+  EXPECT_THAT(message, HasSubstr("step 2: the loss is "));
+  EXPECT_THAT(message, HasSubstr("stopping before the optimizer step"));
+  EXPECT_FALSE(std::filesystem::exists(c.save_path));
 }
 
 }  // namespace
