@@ -119,6 +119,40 @@ TEST(GPT2Backward, AccumulatesAndSkipsFrozenParameters) {
   }
 }
 
+// Zero-bubble schedules run each layer's backward in two parts, the weight gradients later: the
+// same gradients as the whole backward, and nothing left deferred.
+TEST(GPT2Backward, SplitBackwardGivesTheSameGradients) {
+  const GPT2Config config = gpt2_preset("tiny");
+  const TokenBatch batch = random_batch(config, 2, 12, 5);
+  const auto gradients = [&](bool split) {
+    GPT2 model(config);
+    perturb(model);
+    MicroBatch mb = batch.micro_batch();
+    forward(model, mb);
+    mb.loss_scale = 1.0f / static_cast<float>(mb.tokens.numel());
+    const std::vector<Layer*> layers = model.layers();
+    for (int l = static_cast<int>(layers.size()) - 1; l >= 0; --l)
+      if (split) {
+        layers[l]->backward_input(mb, l);
+      } else {
+        layers[l]->backward(mb, l);
+      }
+    if (split)  // all inputs first, then all weights, as a pipeline's cool-down may run them
+      for (int l = 0; l < static_cast<int>(layers.size()); ++l) layers[l]->backward_weight(mb, l);
+    EXPECT_TRUE(mb.saved.empty());
+    EXPECT_TRUE(mb.deferred.empty());
+    std::vector<std::vector<float>> grads;
+    for (Parameter* p : model.parameters()) grads.push_back(p->grad().to_vector());
+    return grads;
+  };
+  const auto whole = gradients(false), split = gradients(true);
+  ASSERT_EQ(whole.size(), split.size());
+  for (size_t k = 0; k < whole.size(); ++k)
+    for (size_t i = 0; i < whole[k].size(); ++i)
+      ASSERT_NEAR(split[k][i], whole[k][i], 1e-6f + 1e-5f * std::abs(whole[k][i]))
+          << "parameter " << k << ", element " << i;
+}
+
 TEST(GPT2Backward, BackwardNeedsTheLossScale) {
   const GPT2Config config = gpt2_preset("tiny");
   GPT2 model(config);
