@@ -50,6 +50,8 @@ void apply(TrainFlags& f) {
   TrainConfig& c = f.config;
   if (!c.init_path.empty()) {
     MT_CHECK(f.heads > 0, "--init needs --heads (safetensors files do not record the head count)");
+    MT_CHECK(!f.vocab && !f.ctx && !f.dim && !f.layers, "--init takes the model's sizes from the "
+             "file; drop --vocab, --ctx, --dim and --layers");
     c.model = gpt2_config_from_checkpoint(c.init_path, f.heads);
   } else {
     c.model = gpt2_preset(f.model);
@@ -74,11 +76,30 @@ void add_train_command(CLI::App& app) {
   auto f = std::make_shared<TrainFlags>();
   TrainConfig& c = f->config;
   cmd->add_option("--model", f->model, "model preset (see meshtrain info)")->capture_default_str();
-  cmd->add_option("--vocab", f->vocab, "vocabulary size (overrides the preset)");
-  cmd->add_option("--ctx", f->ctx, "context length (overrides the preset)");
-  cmd->add_option("--dim", f->dim, "model width (overrides the preset)");
-  cmd->add_option("--layers", f->layers, "transformer blocks (overrides the preset)");
-  cmd->add_option("--heads", f->heads, "attention heads (overrides the preset)");
+  // Sizes must be positive when given (0 would otherwise read as "not given").
+  const CLI::Validator positive(
+      [](std::string& value) {
+        size_t used = 0;
+        long long parsed = 0;
+        try {
+          parsed = std::stoll(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        return used == value.size() && parsed > 0 ? std::string()
+                                                  : "expected a positive integer, got " + value;
+      },
+      "POSITIVE");
+  cmd->add_option("--vocab", f->vocab, "vocabulary size (overrides the preset)")
+      ->check(positive);
+  cmd->add_option("--ctx", f->ctx, "context length (overrides the preset)")
+      ->check(positive);
+  cmd->add_option("--dim", f->dim, "model width (overrides the preset)")
+      ->check(positive);
+  cmd->add_option("--layers", f->layers, "transformer blocks (overrides the preset)")
+      ->check(positive);
+  cmd->add_option("--heads", f->heads, "attention heads (overrides the preset)")
+      ->check(positive);
   cmd->add_option("--init", c.init_path, "start from a safetensors file")->check(CLI::ExistingFile);
   cmd->add_option("--data", c.data_path, "token file (meshtrain prepare makes one)")
       ->required()

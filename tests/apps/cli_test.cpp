@@ -78,6 +78,23 @@ TEST_F(Cli, BatchNotDivisibleByWorld) {
   EXPECT_THAT(r.err, HasSubstr("--batch must divide by the data-parallel degree 3"));
 }
 
+TEST_F(Cli, ModelSizesMustBePositive) {
+  for (const char* flag : {"--heads", "--dim", "--vocab", "--layers", "--ctx"}) {
+    const CliResult r =
+        run_cli(dir_, "train --data '" + tokens_ + "' " + flag + " 0 --steps 1 --quiet");
+    EXPECT_NE(r.exit_code, 0) << flag;
+    EXPECT_THAT(r.err, HasSubstr(std::string(flag) + ": expected a positive integer, got 0"));
+  }
+}
+
+TEST_F(Cli, InitTakesTheSizesFromTheFile) {
+  const CliResult r = run_cli(dir_, "train --data '" + tokens_ + "' --init '" + tokens_ +
+                                        "' --heads 4 --dim 64 --steps 1 --quiet");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--init takes the model's sizes from the file; drop --vocab, "
+                               "--ctx, --dim and --layers"));
+}
+
 TEST_F(Cli, UnknownSubcommandAndNoSubcommand) {
   EXPECT_NE(run_cli(dir_, "").exit_code, 0);
   EXPECT_NE(run_cli(dir_, "fly").exit_code, 0);
