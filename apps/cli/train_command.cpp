@@ -1,7 +1,6 @@
 #include <unistd.h>
 
 #include <iostream>
-#include <map>
 #include <memory>
 
 #include "apps/cli/commands.h"
@@ -19,10 +18,10 @@ struct TrainFlags {
   int64_t vocab = 0, ctx = 0, dim = 0, layers = 0, heads = 0;  // 0: from the preset or file
   std::string backend = "local";
   std::string mesh;
-  // Plugin options pass through as text, parsed once by their plugin: {flag, plugin, option}.
-  std::map<std::string, std::string> given;
 };
 
+// Flags that are plugin options: they pass through as text into TrainConfig::strategies, parsed
+// once, by their plugin.
 struct PluginFlag {
   const char* flag;
   const char* plugin;
@@ -63,10 +62,6 @@ void apply(TrainFlags& f) {
   }
   c.backend = parse_backend(f.backend);
   if (!f.mesh.empty()) c.mesh = parse_mesh_spec(f.mesh);
-  for (const PluginFlag& flag : kPluginFlags) {
-    const auto it = f.given.find(flag.flag);
-    if (it != f.given.end()) c.set(flag.plugin, flag.option, it->second);
-  }
 }
 
 }  // namespace
@@ -127,7 +122,7 @@ void add_train_command(CLI::App& app) {
                   "dp_replicate=2,dp_shard=2,tp=2 (default: dp_shard=world)");
   for (const PluginFlag& flag : kPluginFlags)
     cmd->add_option_function<std::string>(
-        flag.flag, [f, name = std::string(flag.flag)](const std::string& v) { f->given[name] = v; },
+        flag.flag, [f, flag](const std::string& v) { f->config.set(flag.plugin, flag.option, v); },
         flag.help);
   cmd->add_flag_function(
       "--sequence-parallel",

@@ -42,14 +42,6 @@ TrainConfig& TrainConfig::set(const std::string& plugin, const std::string& key,
   return *this;
 }
 
-std::string TrainConfig::option(const std::string& plugin, const std::string& key,
-                                const std::string& fallback) const {
-  const auto p = strategies.find(plugin);
-  if (p == strategies.end()) return fallback;
-  const auto o = p->second.find(key);
-  return o == p->second.end() ? fallback : o->second;
-}
-
 MeshLayout TrainConfig::effective_mesh() const {
   if (mesh.ndim() > 0) return mesh;
   return MeshLayout({{std::string(mesh_axis::dp_shard), world}});

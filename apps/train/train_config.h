@@ -44,9 +44,6 @@ struct TrainConfig {
   MeshLayout effective_mesh() const;
   // Sets one plugin option: config.set("fsdp", "mode", "hybrid").
   TrainConfig& set(const std::string& plugin, const std::string& key, const std::string& value);
-  // The option as set, or `fallback`.
-  std::string option(const std::string& plugin, const std::string& key,
-                     const std::string& fallback) const;
   // InvalidArgument naming the flag and what was expected.
   void validate() const;
 };
