@@ -1,9 +1,9 @@
 #include "mesh/mesh_layout.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "core/error.h"
+#include "core/parse_integer.h"
 #include "mesh/axis_names.h"
 
 namespace meshtrain {
@@ -215,12 +215,11 @@ MeshLayout parse_mesh_spec(std::string_view spec) {
       throw InvalidArgument("mesh spec item '" + std::string(item) + "' has no '='" + example);
     const std::string name(trim(item.substr(0, eq)));
     const std::string_view value = trim(item.substr(eq + 1));
-    int size = 0;
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), size);
-    if (ec != std::errc() || end != value.data() + value.size() || value.empty())
+    const std::optional<int> size = parse_integer<int>(value);
+    if (!size)
       throw InvalidArgument("mesh spec item '" + std::string(item) + "': size '" +
                             std::string(value) + "' is not an integer" + example);
-    axes.push_back({name, size});
+    axes.push_back({name, *size});
     if (comma == std::string_view::npos) break;
     spec.remove_prefix(comma + 1);
   }

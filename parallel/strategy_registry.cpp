@@ -1,6 +1,7 @@
 #include "parallel/strategy_registry.h"
 
 #include "core/error.h"
+#include "core/parse_integer.h"
 
 namespace meshtrain {
 
@@ -15,16 +16,10 @@ std::string_view strategy_kind_name(StrategyKind kind) {
 
 int parse_int_option(std::string_view plugin, std::string_view key, const std::string& value,
                      int minimum) {
-  size_t used = 0;
-  int parsed = minimum - 1;
-  try {
-    parsed = std::stoi(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  MT_CHECK(used == value.size() && !value.empty() && parsed >= minimum, plugin, " option ", key,
-           " expects an integer of at least ", minimum, ", got '", value, "'");
-  return parsed;
+  const std::optional<int> parsed = parse_integer<int>(value);
+  MT_CHECK(parsed && *parsed >= minimum, plugin, " option ", key, " expects an integer of at least ",
+           minimum, ", got '", value, "'");
+  return *parsed;
 }
 
 bool parse_bool_option(std::string_view plugin, std::string_view key, const std::string& value) {

@@ -7,6 +7,7 @@
 #include "apps/train/checkpoint_config.h"
 #include "apps/train/run_training.h"
 #include "core/error.h"
+#include "core/parse_integer.h"
 
 namespace meshtrain {
 
@@ -74,15 +75,8 @@ void add_train_command(CLI::App& app) {
   // Sizes must be positive when given (0 would otherwise read as "not given").
   const CLI::Validator positive(
       [](std::string& value) {
-        size_t used = 0;
-        long long parsed = 0;
-        try {
-          parsed = std::stoll(value, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        return used == value.size() && parsed > 0 ? std::string()
-                                                  : "expected a positive integer, got " + value;
+        const std::optional<int64_t> parsed = parse_integer<int64_t>(value);
+        return parsed && *parsed > 0 ? std::string() : "expected a positive integer, got " + value;
       },
       "POSITIVE");
   cmd->add_option("--vocab", f->vocab, "vocabulary size (overrides the preset)")

@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <charconv>
 #include <fstream>
 #include <iterator>
 #include <thread>
 
 #include "core/error.h"
+#include "core/parse_integer.h"
 
 namespace meshtrain {
 
@@ -22,12 +22,10 @@ using Clock = std::chrono::steady_clock;
 
 // Counters are stored as decimal text, so get() of a counter key reads the same in every store.
 int64_t parse_counter(const std::string& key, const std::vector<uint8_t>& value) {
-  const char* begin = reinterpret_cast<const char*>(value.data());
-  int64_t n = 0;
-  const auto [end, ec] = std::from_chars(begin, begin + value.size(), n);
-  MT_CHECK(ec == std::errc() && end == begin + value.size(), "store key '", key,
-           "' does not hold an integer counter");
-  return n;
+  const std::optional<int64_t> n = parse_integer<int64_t>(
+      std::string_view(reinterpret_cast<const char*>(value.data()), value.size()));
+  MT_CHECK(n.has_value(), "store key '", key, "' does not hold an integer counter");
+  return *n;
 }
 
 std::vector<uint8_t> counter_bytes(int64_t n) {

@@ -2,11 +2,11 @@
 
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <sstream>
 #include <utility>
 
 #include "core/error.h"
+#include "core/parse_integer.h"
 
 namespace meshtrain {
 namespace {
@@ -26,9 +26,10 @@ constexpr std::string_view kHeaderForm = "schedule ranks=P virtual_stages=V micr
 
 // A non-negative decimal that fits an int, or false.
 bool parse_count(std::string_view digits, int& value) {
-  if (digits.empty()) return false;
-  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  return error == std::errc() && end == digits.data() + digits.size() && value >= 0;
+  const std::optional<int> parsed = parse_integer<int>(digits);
+  if (!parsed || *parsed < 0) return false;
+  value = *parsed;
+  return true;
 }
 
 std::string_view trim(std::string_view s) {

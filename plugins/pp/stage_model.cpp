@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/parse_integer.h"
 
 namespace meshtrain {
 
@@ -35,17 +36,11 @@ std::vector<int> parse_layer_counts(std::string_view text) {
   std::vector<int> counts;
   while (!text.empty()) {
     const size_t comma = text.find(',');
-    const std::string item(text.substr(0, comma));
-    size_t used = 0;
-    int value = 0;
-    try {
-      value = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    MT_CHECK(used == item.size() && !item.empty(), "--pp-layers expects comma-separated layer "
-             "counts such as 3,2,2,3, got '", item, "'");
-    counts.push_back(value);
+    const std::string_view item = text.substr(0, comma);
+    const std::optional<int> value = parse_integer<int>(item);
+    MT_CHECK(value.has_value(), "--pp-layers expects comma-separated layer counts such as 3,2,2,3, "
+             "got '", item, "'");
+    counts.push_back(*value);
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
   }
   return counts;
