@@ -84,7 +84,9 @@ TEST_P(FsdpCommVolume, GradientAccumulationGathersPerMicroBatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, FsdpCommVolume, ::testing::Values(2, 3, 4, 8),
-                         [](const auto& info) { return "W" + std::to_string(info.param); });
+                         [](const auto& info) {
+                           return std::string("W").append(std::to_string(info.param));
+                         });
 
 TEST(FsdpCommVolume, HybridAddsTheReplicaAllReduce) {
   const GPT2Config model{67, 13, 24, 2, 4};

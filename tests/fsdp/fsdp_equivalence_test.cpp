@@ -51,8 +51,10 @@ std::vector<Layout> layouts() {
 
 std::string layout_name(const ::testing::TestParamInfo<Layout>& info) {
   const Layout& l = info.param;
-  std::string name = "W" + std::to_string(l.world) + "_" + l.mode;
-  if (l.grad_accum > 1) name += "_accum" + std::to_string(l.grad_accum) + "_" + l.sync;
+  std::string name = "W";  // appended piece by piece: GCC 12 misreports operator+ chains
+  name.append(std::to_string(l.world)).append("_").append(l.mode);
+  if (l.grad_accum > 1)
+    name.append("_accum").append(std::to_string(l.grad_accum)).append("_").append(l.sync);
   if (l.clip > 0) name += "_clip";
   return name;
 }
