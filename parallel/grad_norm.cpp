@@ -22,10 +22,7 @@ double global_grad_norm(const std::vector<OptimizerSlot>& slots, const DeviceMes
   double local = 0.0;
   for (const OptimizerSlot& s : slots)
     if (!s.tied_copy && counts_replica(s.layout, mesh)) local += ops::sum_squares(s.grad);
-  // Gathered as doubles and summed in rank order: exact and the same on every rank.
-  double total = 0.0;
-  for (double part : all_gather_values(mesh.world(), std::vector<double>{local})) total += part;
-  return std::sqrt(total);
+  return std::sqrt(sum_in_rank_order(mesh.world(), local));
 }
 
 }  // namespace meshtrain

@@ -7,31 +7,33 @@
 namespace meshtrain {
 
 double StepRunner::run(std::vector<MicroBatch>& micro_batches, double global_tokens) {
-  MT_CHECK(!micro_batches.empty(), "a step needs at least one micro-batch");
+  prepare(micro_batches, global_tokens);
   const int count = static_cast<int>(micro_batches.size());
-  double loss_sum = 0.0;
   for (int k = 0; k < count; ++k) {
-    MicroBatch& mb = micro_batches[k];
-    mb.index = k;
-    mb.loss_scale = static_cast<float>(1.0 / global_tokens);
     engine_.begin_micro_batch(k, count);
-    engine_.forward(mb);
-    engine_.backward(mb, {}, /*last_backward=*/k == count - 1);
-    loss_sum += mb.loss_sum;
+    engine_.forward(micro_batches[k]);
+    engine_.backward(micro_batches[k], {}, /*last_backward=*/k == count - 1);
   }
   engine_.finish_backward();
-  return reduce_loss(loss_sum, global_tokens);
+  return reduce_loss(micro_batches, global_tokens);
 }
 
-double StepRunner::reduce_loss(double local_loss_sum, double global_tokens) {
-  // Every tp rank of a group computed the same loss: its rank 0 speaks for the group. Gathered on
-  // the world communicator (which no strategy counts its traffic on) and summed in rank order.
+void StepRunner::prepare(std::vector<MicroBatch>& micro_batches, double global_tokens) {
+  MT_CHECK(!micro_batches.empty(), "a step needs at least one micro-batch");
+  for (size_t k = 0; k < micro_batches.size(); ++k) {
+    micro_batches[k].index = static_cast<int>(k);
+    micro_batches[k].loss_scale = static_cast<float>(1.0 / global_tokens);
+  }
+}
+
+double StepRunner::reduce_loss(const std::vector<MicroBatch>& micro_batches,
+                               double global_tokens) {
+  double local = 0.0;
+  for (const MicroBatch& mb : micro_batches) local += mb.loss_sum;
+  // Every tp rank of a group computed the same loss: its rank 0 speaks for the group. Summed on
+  // the world communicator, which no strategy counts its traffic on.
   const bool speaks = !mesh_.has_axis(mesh_axis::tp) || mesh_.axis_rank(mesh_axis::tp) == 0;
-  double total = 0.0;
-  for (double part :
-       all_gather_values(mesh_.world(), std::vector<double>{speaks ? local_loss_sum : 0.0}))
-    total += part;
-  return total / global_tokens;
+  return sum_in_rank_order(mesh_.world(), speaks ? local : 0.0) / global_tokens;
 }
 
 }  // namespace meshtrain

@@ -23,8 +23,10 @@ class StepRunner {
   virtual double run(std::vector<MicroBatch>& micro_batches, double global_tokens);
 
  protected:
-  // The global mean loss from this rank's sum of token losses.
-  double reduce_loss(double local_loss_sum, double global_tokens);
+  // Numbers the micro-batches and sets their loss scale, 1 / global_tokens.
+  static void prepare(std::vector<MicroBatch>& micro_batches, double global_tokens);
+  // The global mean loss from the token losses the micro-batches added up on this rank.
+  double reduce_loss(const std::vector<MicroBatch>& micro_batches, double global_tokens);
 
   Engine& engine_;
   DeviceMesh& mesh_;

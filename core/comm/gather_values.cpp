@@ -31,4 +31,10 @@ std::vector<double> all_gather_values(Communicator& comm, const std::vector<doub
   return gather_8_byte(comm, mine);
 }
 
+double sum_in_rank_order(Communicator& comm, double mine) {
+  double total = 0.0;
+  for (double part : all_gather_values(comm, std::vector<double>{mine})) total += part;
+  return total;
+}
+
 }  // namespace meshtrain

@@ -12,5 +12,8 @@ namespace meshtrain {
 // Collective: every rank's values, rank-major (rank r's values at [r * n, (r + 1) * n)).
 std::vector<uint64_t> all_gather_values(Communicator& comm, const std::vector<uint64_t>& mine);
 std::vector<double> all_gather_values(Communicator& comm, const std::vector<double>& mine);
+// Collective: the sum of every rank's value, added in rank order, so every rank gets the same
+// bits whatever the backend's reduction order.
+double sum_in_rank_order(Communicator& comm, double mine);
 
 }  // namespace meshtrain

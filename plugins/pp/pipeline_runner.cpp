@@ -107,7 +107,7 @@ const Schedule& PipelineRunner::schedule(int micro_batches) {
 }
 
 double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global_tokens) {
-  MT_CHECK(!micro_batches.empty(), "a step needs at least one micro-batch");
+  prepare(micro_batches, global_tokens);
   const Schedule& plan = schedule(static_cast<int>(micro_batches.size()));
   const std::vector<Action>& actions = plan.per_rank.at(placement_.rank);
   const int last_stage = plan.stages() - 1;
@@ -125,10 +125,6 @@ double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global
         actions[i].kind == ActionKind::backward_weight)
       last_backward[actions[i].stage] = i;
 
-  for (size_t k = 0; k < micro_batches.size(); ++k) {
-    micro_batches[k].index = static_cast<int>(k);
-    micro_batches[k].loss_scale = static_cast<float>(1.0 / global_tokens);
-  }
   StepState st;
   timing_ = {};
   using Clock = std::chrono::steady_clock;
@@ -203,9 +199,7 @@ double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global
   engine_.finish_backward();
   sum_tied_gradients();
   timing_.step_s = seconds_since(step_start);
-  double loss_sum = 0.0;
-  for (const MicroBatch& mb : micro_batches) loss_sum += mb.loss_sum;
-  return reduce_loss(loss_sum, global_tokens);
+  return reduce_loss(micro_batches, global_tokens);
 }
 
 void PipelineRunner::sum_tied_gradients() {

@@ -2,6 +2,7 @@
 // staging memory charged to the rank.
 #include <gtest/gtest.h>
 
+#include "core/comm/gather_values.h"
 #include "core/comm/local/local_world.h"
 #include "core/comm/local/spawn_ranks.h"
 #include "core/error.h"
@@ -15,6 +16,19 @@ using testing::expect_values;
 using testing::filled;
 
 const CommOptions kOptions{std::chrono::seconds(20)};
+
+// Host values gathered bit-exactly, and their sum added in rank order: the same bits on every
+// rank (0.1 + 0.2 + 0.3 in that order is not 0.6 in doubles).
+TEST(LocalBackend, GatheredValuesAndTheirRankOrderSum) {
+  spawn_ranks(3, [](RankContext& ctx) {
+    const std::vector<double> mine = {0.1 * (ctx.rank + 1), -1.5};
+    EXPECT_EQ(all_gather_values(ctx.world, mine),
+              (std::vector<double>{0.1, -1.5, 0.2, -1.5, 0.1 * 3, -1.5}));
+    EXPECT_EQ(sum_in_rank_order(ctx.world, 0.1 * (ctx.rank + 1)), (0.1 + 0.2) + 0.1 * 3);
+    EXPECT_EQ(all_gather_values(ctx.world, std::vector<uint64_t>{~uint64_t{0} - ctx.rank}),
+              (std::vector<uint64_t>{~uint64_t{0}, ~uint64_t{0} - 1, ~uint64_t{0} - 2}));
+  });
+}
 
 TEST(LocalBackend, I32SumAndMax) {
   spawn_ranks(
