@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <map>
 #include <string>
 #include <vector>
@@ -52,18 +51,6 @@ struct ScheduleResult {
 
 std::vector<std::string> g_order;
 std::map<std::string, ScheduleResult> g_results;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double process_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 // Blocks spread evenly over the stages, the embedding added to the first and the head to the
 // last ("3,2,2,3" for 8 blocks on 4 stages). The default split counts the embedding and head as
@@ -111,15 +98,7 @@ ScheduleResult run_schedule(const BenchSettings& s, const ScheduleSpec& spec) {
     if (ctx.rank == 0) cpu_start = process_cpu_seconds();
     for (int i = 0; i < s.steps; ++i) {
       StepMetrics m = trainer.step();
-      const PipelineTiming& t = runner.last_timing();
-      PipelineTiming& sum = totals[r];
-      sum.step_s += t.step_s;
-      sum.forward_s += t.forward_s;
-      sum.backward_input_s += t.backward_input_s;
-      sum.backward_weight_s += t.backward_weight_s;
-      sum.forwards += t.forwards;
-      sum.backwards += t.backwards;
-      sum.weights += t.weights;
+      totals[r] += runner.last_timing();
       // Trainer::step resets the peaks when it starts, so this is the step's own peak.
       act_peak[r] = std::max<uint64_t>(
           act_peak[r], ctx.memory.stats(DeviceKind::cpu)[MemoryCategory::activation].peak);
@@ -150,12 +129,7 @@ ScheduleResult run_schedule(const BenchSettings& s, const ScheduleSpec& spec) {
   for (const PipelineTiming& t : totals) {
     res.bubble.push_back(t.idle_fraction());
     res.bubble_mean += t.idle_fraction() / ranks;
-    all.forward_s += t.forward_s;
-    all.backward_input_s += t.backward_input_s;
-    all.backward_weight_s += t.backward_weight_s;
-    all.forwards += t.forwards;
-    all.backwards += t.backwards;
-    all.weights += t.weights;
+    all += t;
   }
   // A schedule with no W actions runs full backwards, which the simulator costs as I + W: W = 0
   // keeps that equal to the measured full backward.

@@ -10,8 +10,6 @@
 
 namespace meshtrain::bench {
 
-namespace {
-
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t n = values.size();
@@ -23,6 +21,8 @@ double process_cpu_seconds() {
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
+
+namespace {
 
 // Consumes --name=value; false for any other argument.
 bool take_flag(const char* arg, const char* name, int64_t& value) {

@@ -18,6 +18,10 @@ namespace meshtrain::bench {
 
 inline constexpr double kMiB = 1024.0 * 1024.0;
 
+double median(std::vector<double> values);
+// CPU seconds of the whole process: every rank and progress thread together.
+double process_cpu_seconds();
+
 struct BenchSettings {
   int world = 4;
   int64_t dim = 512;

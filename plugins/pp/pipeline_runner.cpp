@@ -84,6 +84,17 @@ Tensor wait_for(std::map<Key, Transfer>& from, const Key& key, const char* what)
 }
 }  // namespace
 
+PipelineTiming& PipelineTiming::operator+=(const PipelineTiming& other) {
+  step_s += other.step_s;
+  forward_s += other.forward_s;
+  backward_input_s += other.backward_input_s;
+  backward_weight_s += other.backward_weight_s;
+  forwards += other.forwards;
+  backwards += other.backwards;
+  weights += other.weights;
+  return *this;
+}
+
 Tensor PipelineRunner::boundary_buffer(const MicroBatch& mb) {
   MemoryCategoryScope scope(MemoryCategory::activation);
   return Tensor::empty(engine_.model().activation_shape(mb));

@@ -41,6 +41,7 @@ struct PipelineTiming {
   double backward_weight_s = 0;  // all W actions
   int forwards = 0, backwards = 0, weights = 0;
   double compute_s() const { return forward_s + backward_input_s + backward_weight_s; }
+  PipelineTiming& operator+=(const PipelineTiming& other);  // sums over steps or ranks
   double idle_fraction() const { return step_s > 0 ? 1.0 - compute_s() / step_s : 0.0; }
 };
 
