@@ -1,5 +1,6 @@
 #include "core/comm/gather_values.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace meshtrain {
@@ -29,6 +30,34 @@ std::vector<uint64_t> all_gather_values(Communicator& comm, const std::vector<ui
 
 std::vector<double> all_gather_values(Communicator& comm, const std::vector<double>& mine) {
   return gather_8_byte(comm, mine);
+}
+
+std::vector<std::vector<uint64_t>> all_gather_variable(Communicator& comm,
+                                                       const std::vector<uint64_t>& mine) {
+  const std::vector<uint64_t> counts = all_gather_values(comm, std::vector<uint64_t>{mine.size()});
+  uint64_t longest = 0;
+  for (uint64_t c : counts) longest = std::max(longest, c);
+  std::vector<uint64_t> padded(longest, 0);
+  std::copy(mine.begin(), mine.end(), padded.begin());
+  const std::vector<uint64_t> all = all_gather_values(comm, padded);
+  std::vector<std::vector<uint64_t>> out(counts.size());
+  for (size_t r = 0; r < counts.size(); ++r) {
+    const auto begin = all.begin() + static_cast<int64_t>(r * longest);
+    out[r].assign(begin, begin + static_cast<int64_t>(counts[r]));
+  }
+  return out;
+}
+
+std::vector<std::string> all_gather_strings(Communicator& comm, const std::string& mine) {
+  std::vector<uint64_t> words((mine.size() + 7) / 8, 0);
+  if (!mine.empty()) std::memcpy(words.data(), mine.data(), mine.size());
+  words.push_back(mine.size());
+  std::vector<std::string> out;
+  for (const std::vector<uint64_t>& theirs : all_gather_variable(comm, words)) {
+    const size_t length = static_cast<size_t>(theirs.back());
+    out.emplace_back(reinterpret_cast<const char*>(theirs.data()), length);
+  }
+  return out;
 }
 
 double sum_in_rank_order(Communicator& comm, double mine) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/comm/communicator.h"
@@ -12,6 +13,12 @@ namespace meshtrain {
 // Collective: every rank's values, rank-major (rank r's values at [r * n, (r + 1) * n)).
 std::vector<uint64_t> all_gather_values(Communicator& comm, const std::vector<uint64_t>& mine);
 std::vector<double> all_gather_values(Communicator& comm, const std::vector<double>& mine);
+// Collective: every rank's values when ranks hold different counts (rank r's at [r]): the counts
+// travel first, then the values padded to the longest.
+std::vector<std::vector<uint64_t>> all_gather_variable(Communicator& comm,
+                                                       const std::vector<uint64_t>& mine);
+// The same for text (error messages, descriptions): every rank's string, by rank.
+std::vector<std::string> all_gather_strings(Communicator& comm, const std::string& mine);
 // Collective: the sum of every rank's value, added in rank order, so every rank gets the same
 // bits whatever the backend's reduction order.
 double sum_in_rank_order(Communicator& comm, double mine);

@@ -30,6 +30,18 @@ TEST(LocalBackend, GatheredValuesAndTheirRankOrderSum) {
   });
 }
 
+// Different counts per rank (none on rank 1), and text of any length.
+TEST(LocalBackend, VariableLengthValuesAndStrings) {
+  spawn_ranks(3, [](RankContext& ctx) {
+    std::vector<uint64_t> mine(ctx.rank == 1 ? 0 : ctx.rank + 2, 7 + ctx.rank);
+    EXPECT_EQ(all_gather_variable(ctx.world, mine),
+              (std::vector<std::vector<uint64_t>>{{7, 7}, {}, {9, 9, 9, 9}}));
+    const std::string text = ctx.rank == 2 ? "" : std::string(5 + 9 * ctx.rank, 'a' + ctx.rank);
+    EXPECT_EQ(all_gather_strings(ctx.world, text),
+              (std::vector<std::string>{"aaaaa", std::string(14, 'b'), ""}));
+  });
+}
+
 TEST(LocalBackend, I32SumAndMax) {
   spawn_ranks(
       3,
