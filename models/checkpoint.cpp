@@ -3,7 +3,7 @@
 #include <map>
 
 #include "core/error.h"
-#include "models/safetensors.h"
+#include "mesh/box_runs.h"
 
 namespace meshtrain {
 
@@ -19,30 +19,54 @@ std::optional<std::string> checkpoint_parameter_name(std::string_view key) {
   return std::string(key);
 }
 
-void load_parameters(const std::vector<Parameter*>& params, const std::string& path) {
-  SafetensorsReader reader(path);
-  std::map<std::string, Parameter*> by_name;
-  for (Parameter* p : params) by_name[p->name()] = p;
-  std::map<std::string, std::string> key_of;  // parameter name -> the key that holds it
-  for (const SafetensorsEntry& e : reader.entries()) {
+SafetensorsValues::SafetensorsValues(const std::string& path,
+                                     const std::vector<Parameter*>& params)
+    : path_(path), reader_(path) {
+  std::map<std::string, const Parameter*> by_name;
+  for (const Parameter* p : params) by_name[p->name()] = p;
+  for (const SafetensorsEntry& e : reader_.entries()) {
     const std::optional<std::string> name = checkpoint_parameter_name(e.name);
     if (!name) continue;
     const auto it = by_name.find(*name);
     MT_CHECK(it != by_name.end(), "checkpoint '", path, "': key '", e.name,
              "' names no parameter of the model");
-    MT_CHECK(!key_of.count(*name), "checkpoint '", path, "': parameter '", *name,
-             "' is given twice, by '", key_of[*name], "' and '", e.name, "'");
-    key_of[*name] = e.name;
-    MT_CHECK(e.shape == it->second->shape(), "checkpoint '", path, "': key '", e.name,
+    MT_CHECK(!key_of_.count(*name), "checkpoint '", path, "': parameter '", *name,
+             "' is given twice, by '", key_of_[*name], "' and '", e.name, "'");
+    key_of_[*name] = e.name;
+    MT_CHECK(e.shape == it->second->global_shape(), "checkpoint '", path, "': key '", e.name,
              "' has shape ", shape_string(e.shape), ", the model expects ",
-             shape_string(it->second->shape()));
+             shape_string(it->second->global_shape()));
     MT_CHECK(e.dtype == "F32" || e.dtype == "BF16", "checkpoint '", path, "': key '", e.name,
              "' is ", e.dtype, "; expected F32 or BF16");
   }
-  for (Parameter* p : params)
-    MT_CHECK(key_of.count(p->name()), "checkpoint '", path, "' has no key for parameter '",
+  for (const Parameter* p : params)
+    MT_CHECK(key_of_.count(p->name()), "checkpoint '", path, "' has no key for parameter '",
              p->name(), "'");
-  for (Parameter* p : params) reader.read(key_of[p->name()], p->value());
+}
+
+void SafetensorsValues::read(const Parameter& p, const std::vector<LocalPiece>& pieces,
+                             const Tensor& local) const {
+  const auto key = key_of_.find(p.name());
+  MT_CHECK(key != key_of_.end(), "checkpoint '", path_, "': parameter '", p.name(),
+           "' was not checked against this file");
+  fill_from_boxes(local, pieces, [&](const TensorSlice& box, const Tensor& out) {
+    for_each_box_run(p.global_shape(), box, [&](int64_t at, int64_t in_box, int64_t n) {
+      reader_.read(key->second, out.view(in_box, {n}), at);
+    });
+  });
+}
+
+void load_parameters(const std::vector<Parameter*>& params, const std::string& path) {
+  const SafetensorsValues values(path, params);
+  for (Parameter* p : params) {
+    MT_CHECK(p->shape() == p->global_shape(), "load_parameters: parameter '", p->name(),
+             "' is sharded; place the model with SafetensorsValues instead");
+    const Tensor& value = p->value();
+    const Shape origin(value.shape().size(), 0);
+    const Tensor host = value.device().is_cpu() ? value : Tensor::empty(value.shape(), value.dtype());
+    values.read(*p, {LocalPiece{{origin, value.shape()}, origin}}, host);
+    if (!value.device().is_cpu()) value.copy_from(host);
+  }
 }
 
 void save_parameters(const std::vector<Parameter*>& params, const std::string& path, DType dtype) {

@@ -3,17 +3,36 @@
 // ".attn.masked_bias") are ignored.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "parallel/parameter.h"
+#include "models/safetensors.h"
+#include "parallel/parameter_source.h"
 
 namespace meshtrain {
 
 // The parameter name a checkpoint key stands for, or nullopt for a buffer to ignore.
 std::optional<std::string> checkpoint_parameter_name(std::string_view key);
+
+// The values of a safetensors file of the model's parameters, as a ParameterSource: each rank reads
+// only the bytes of its own pieces. The constructor checks the file against the parameters:
+// InvalidArgument naming the key for a missing parameter, an unknown key, a key given twice, a
+// wrong (global) shape or a dtype other than F32 and BF16; IoError for an unreadable or corrupt
+// file. One object per rank (it holds an open file).
+class SafetensorsValues : public ParameterSource {
+ public:
+  SafetensorsValues(const std::string& path, const std::vector<Parameter*>& params);
+  void read(const Parameter& p, const std::vector<LocalPiece>& pieces,
+            const Tensor& local) const override;
+
+ private:
+  std::string path_;
+  mutable SafetensorsReader reader_;
+  std::map<std::string, std::string> key_of_;  // parameter name -> the key that holds it
+};
 
 // Loads every parameter's full value (which must be available). InvalidArgument naming the key for
 // a missing parameter, an unknown key, a key given twice, a wrong shape or a dtype other than F32

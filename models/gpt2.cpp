@@ -47,7 +47,8 @@ GPT2::GPT2(const GPT2Config& config, const GPT2Options& options)
 }
 
 Parameter* GPT2::add_parameter(std::string name, Shape shape) {
-  params_.push_back(std::make_unique<Parameter>(std::move(name), std::move(shape)));
+  params_.push_back(
+      std::make_unique<Parameter>(std::move(name), std::move(shape), DType::f32, device_));
   return params_.back().get();
 }
 

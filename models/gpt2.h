@@ -17,8 +17,9 @@ namespace meshtrain {
 struct GPT2Options {
   Device device = Device::cpu();
   uint64_t seed = 1337;
-  // false: create the parameters without tensors, for a strategy that allocates (for example
-  // only its shards) and fills them with gpt2_init_values itself.
+  // false: create the parameters without tensors; a plan then fills only each rank's pieces
+  // (ParallelPlan::apply with a Gpt2InitValues or another ParameterSource), so no rank ever
+  // holds the full model.
   bool materialize = true;
 };
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "mesh/box_runs.h"
 #include "models/rng.h"
 
 namespace meshtrain {
@@ -55,6 +56,18 @@ void gpt2_init_values(const GPT2Config& config, std::string_view name, uint64_t 
   }
   throw InvalidArgument(
       detail::concat("gpt2_init_values: '", name, "' is not a GPT-2 parameter name"));
+}
+
+void Gpt2InitValues::read(const Parameter& p, const std::vector<LocalPiece>& pieces,
+                          const Tensor& local) const {
+  MT_CHECK(local.dtype() == DType::f32, "parameter '", p.name(), "' initialises as f32, got ",
+           local.describe());
+  fill_from_boxes(local, pieces, [&](const TensorSlice& box, const Tensor& out) {
+    float* data = out.data<float>();
+    for_each_box_run(p.global_shape(), box, [&](int64_t at, int64_t in_box, int64_t n) {
+      gpt2_init_values(config_, p.name(), seed_, at, n, data + in_box);
+    });
+  });
 }
 
 }  // namespace meshtrain

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "models/gpt2_config.h"
+#include "parallel/parameter_source.h"
 
 namespace meshtrain {
 
@@ -15,5 +16,17 @@ namespace meshtrain {
 // InvalidArgument for a name that is not a GPT-2 parameter.
 void gpt2_init_values(const GPT2Config& config, std::string_view name, uint64_t seed,
                       int64_t offset, int64_t count, float* out);
+
+// GPT-2's initial values as a ParameterSource: each rank generates only its own pieces.
+class Gpt2InitValues : public ParameterSource {
+ public:
+  Gpt2InitValues(const GPT2Config& config, uint64_t seed) : config_(config), seed_(seed) {}
+  void read(const Parameter& p, const std::vector<LocalPiece>& pieces,
+            const Tensor& local) const override;
+
+ private:
+  GPT2Config config_;
+  uint64_t seed_;
+};
 
 }  // namespace meshtrain

@@ -1,88 +1,131 @@
 #include "parallel/global_parameters.h"
 
-#include <algorithm>
+#include <map>
 
+#include "core/comm/gather_values.h"
 #include "core/error.h"
-#include "mesh/axis_names.h"
 #include "mesh/layout_copy.h"
+#include "parallel/grad_norm.h"
 
 namespace meshtrain {
 
 namespace {
-// The global tensor from the tp group's pieces; each rank's piece is padded to the largest so the
-// gather is one flat all-gather.
-Tensor gather_over_tp(const Parameter& p, const Tensor& piece, const DeviceMesh& mesh) {
-  MemoryCategoryScope scope(MemoryCategory::comm);
-  const std::vector<int> peers = mesh.axis_group(mesh_axis::tp);
-  int64_t padded = 0;
-  for (int peer : peers)
-    padded = std::max(padded, shape_numel(p.layout().local_shape(p.global_shape(), mesh.layout(), peer)));
-  const Tensor host = piece.device().is_cpu() ? piece : piece.to(Device::cpu());
-  Tensor send = Tensor::zeros({padded}, DType::f32);
-  if (host.numel() > 0) send.view(0, {host.numel()}).copy_from(host.flatten());
-  Tensor gathered = Tensor::empty({padded * static_cast<int64_t>(peers.size())}, DType::f32);
-  mesh.comm(mesh_axis::tp).all_gather_into(gathered, send)->wait();
 
-  Tensor global = Tensor::empty(p.global_shape(), DType::f32);
-  for (size_t i = 0; i < peers.size(); ++i) {
-    const Shape shape = p.layout().local_shape(p.global_shape(), mesh.layout(), peers[i]);
-    copy_local_to_global(global, gathered.view(static_cast<int64_t>(i) * padded, shape),
-                         p.layout().local_pieces(p.global_shape(), mesh.layout(), peers[i]));
-  }
-  return global;
+// One slice a rank owns: which parameter, its local shape and where its pieces sit.
+struct SliceInfo {
+  uint64_t param = 0;
+  Shape local_shape;
+  std::vector<LocalPiece> pieces;
+};
+
+void put_shape(std::vector<uint64_t>& out, const Shape& shape) {
+  for (int64_t v : shape) out.push_back(static_cast<uint64_t>(v));
 }
+
+Shape take_shape(const std::vector<uint64_t>& in, size_t& at, size_t dims) {
+  MT_CHECK_LE(at + dims, in.size(), "gather_parameters: a truncated slice description");
+  Shape shape(in.begin() + static_cast<int64_t>(at), in.begin() + static_cast<int64_t>(at + dims));
+  at += dims;
+  return shape;
+}
+
+// [param, dims, local_shape, piece count, per piece: offset, shape, local offset] per slice.
+std::vector<uint64_t> encode(const std::vector<SliceInfo>& slices) {
+  std::vector<uint64_t> out;
+  for (const SliceInfo& s : slices) {
+    out.push_back(s.param);
+    out.push_back(s.local_shape.size());
+    put_shape(out, s.local_shape);
+    out.push_back(s.pieces.size());
+    for (const LocalPiece& piece : s.pieces) {
+      put_shape(out, piece.global.offset);
+      put_shape(out, piece.global.shape);
+      put_shape(out, piece.local_offset);
+    }
+  }
+  return out;
+}
+
+std::vector<SliceInfo> decode(const std::vector<uint64_t>& in) {
+  std::vector<SliceInfo> slices;
+  for (size_t at = 0; at < in.size();) {
+    SliceInfo s;
+    s.param = in[at++];
+    const size_t dims = static_cast<size_t>(take_shape(in, at, 1)[0]);
+    s.local_shape = take_shape(in, at, dims);
+    const size_t pieces = static_cast<size_t>(take_shape(in, at, 1)[0]);
+    for (size_t i = 0; i < pieces; ++i) {
+      LocalPiece piece;
+      piece.global.offset = take_shape(in, at, dims);
+      piece.global.shape = take_shape(in, at, dims);
+      piece.local_offset = take_shape(in, at, dims);
+      s.pieces.push_back(std::move(piece));
+    }
+    slices.push_back(std::move(s));
+  }
+  return slices;
+}
+
 }  // namespace
 
-void for_each_global_parameter(TrainableState& state, const DeviceMesh& mesh, Model& model,
-                               const ParameterVisitor& fn) {
-  const bool pipelined = mesh.has_axis(mesh_axis::pp) && mesh.axis_size(mesh_axis::pp) > 1;
-  const bool sender = pipelined && mesh.axis_rank(mesh_axis::pp) > 0;
+void gather_parameters(TrainableState& state, const DeviceMesh& mesh, Model& model,
+                       const ParameterVisitor& fn) {
   const std::vector<Parameter*> all = model.parameters();
-  std::vector<std::pair<int32_t, Tensor>> outgoing;  // (index in `all`, global value)
-  state.for_each_compute_value([&](const Parameter& p, const Tensor& value) {
-    MT_CHECK(value.dtype() == DType::f32, "parameter '", p.name(),
-             "': global values are assembled from fp32 pieces, got ", value.describe());
-    const bool tp_split = p.layout().shards_axis(mesh_axis::tp) && mesh.axis_size(mesh_axis::tp) > 1;
-    const Tensor global = tp_split ? gather_over_tp(p, value, mesh) : value;
-    fn(p, global);
-    if (sender && !p.tied_copy()) {
-      const auto at = std::find(all.begin(), all.end(), &p);
-      MT_CHECK(at != all.end(), "parameter '", p.name(), "' is not one of the model's");
-      outgoing.push_back({static_cast<int32_t>(at - all.begin()), global.clone()});
-    }
-  });
-  if (!pipelined) return;
+  std::map<std::string, uint64_t> index_of;
+  for (size_t i = 0; i < all.size(); ++i) index_of[all[i]->name()] = i;
 
-  // The other stages' parameters reach pp rank 0: a count, then (index, value) pairs in turn.
-  Communicator& pp = mesh.comm(mesh_axis::pp);
-  if (sender) {
+  // This rank's owned slices, in model order (the order rank 0 receives them in).
+  std::map<uint64_t, std::pair<SliceInfo, Tensor>> owned;
+  for (const OptimizerSlot& slot : state.held_slots()) {
+    if (slot.tied_copy || !counts_replica(slot.layout, mesh)) continue;
+    const auto at = index_of.find(slot.name);
+    MT_CHECK(at != index_of.end(), "held slot '", slot.name, "' is no parameter of the model");
+    const Parameter& p = *all[at->second];
+    SliceInfo info{at->second, slot.layout.local_shape(p.global_shape(), mesh.layout(), mesh.rank()),
+                   slot.layout.local_pieces(p.global_shape(), mesh.layout(), mesh.rank())};
+    MT_CHECK_EQ(shape_numel(info.local_shape), slot.param.numel(), "slot '", slot.name,
+                "' disagrees with its layout ", slot.layout.to_string());
+    const Tensor host = slot.param.device().is_cpu() ? slot.param : slot.param.to(Device::cpu());
+    const Tensor value = host.view(0, info.local_shape);
+    owned[at->second] = {std::move(info), value};
+  }
+  std::vector<SliceInfo> mine;
+  for (const auto& [index, entry] : owned) mine.push_back(entry.first);
+
+  Communicator& world = mesh.world();
+  const std::vector<std::vector<uint64_t>> described = all_gather_variable(world, encode(mine));
+  if (world.rank() != 0) {
     std::vector<WorkPtr> sends;
-    std::vector<Tensor> indices;
-    indices.push_back(
-        Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(outgoing.size())}, {1}));
-    sends.push_back(pp.send(indices.back(), 0));
-    for (const auto& [index, value] : outgoing) {
-      indices.push_back(Tensor::from_vector(std::vector<int32_t>{index}, {1}));
-      sends.push_back(pp.send(indices.back(), 0));
-      sends.push_back(pp.send(value, 0));
-    }
+    for (const auto& [index, entry] : owned) sends.push_back(world.send(entry.second, 0));
     for (const WorkPtr& w : sends) w->wait();
     return;
   }
-  for (int peer = 1; peer < pp.size(); ++peer) {
-    const Tensor count = Tensor::empty({1}, DType::i32);
-    pp.recv(count, peer)->wait();
-    for (int32_t i = 0; i < count.data<int32_t>()[0]; ++i) {
-      const Tensor index = Tensor::empty({1}, DType::i32);
-      pp.recv(index, peer)->wait();
-      const int32_t at = index.data<int32_t>()[0];
-      MT_CHECK(at >= 0 && at < static_cast<int32_t>(all.size()), "pp rank ", peer,
-               " sent parameter index ", at, " of ", all.size());
-      const Parameter& p = *all[at];
-      const Tensor value = Tensor::empty(p.global_shape());
-      pp.recv(value, peer)->wait();
-      fn(p, value);
+
+  std::vector<std::vector<std::pair<int, SliceInfo>>> slices_of(all.size());
+  for (int r = 0; r < world.size(); ++r)
+    for (SliceInfo& s : decode(described[r])) {
+      MT_CHECK_LT(s.param, all.size(), "rank ", r, " describes parameter ", s.param);
+      slices_of[s.param].push_back({r, std::move(s)});
     }
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Parameter& p = *all[i];
+    MemoryCategoryScope scope(MemoryCategory::other);
+    const Tensor global = Tensor::empty(p.global_shape());
+    int64_t covered = 0;
+    for (const auto& [rank, s] : slices_of[i]) {
+      Tensor local;
+      if (rank == 0) {
+        local = owned.at(i).second;
+      } else {
+        local = Tensor::empty(s.local_shape);
+        world.recv(local, rank)->wait();
+      }
+      copy_local_to_global(global, local, s.pieces);
+      covered += local.numel();
+    }
+    MT_CHECK_EQ(covered, shape_numel(p.global_shape()), "parameter '", p.name(),
+                "': the ranks' slices do not cover it exactly once");
+    fn(p, global);
   }
 }
 

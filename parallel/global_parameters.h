@@ -1,19 +1,24 @@
-// The model's global parameters, assembled from every rank's pieces: for export (Hugging Face
-// safetensors), sampling and tests that compare with the single-rank run.
+// The model's global parameters, assembled on one rank from every rank's slices: for export
+// (Hugging Face safetensors), sampling and tests that compare with the single-rank run.
 #pragma once
+
+#include <functional>
 
 #include "mesh/device_mesh.h"
 #include "parallel/trainable_state.h"
 
 namespace meshtrain {
 
-// Collective over the world: calls fn(parameter, global fp32 value) for every parameter of `model`
-// (the whole model, as built on every rank) on pp rank 0, and for its own stages' parameters on
-// the other pp ranks. The trainable state assembles each compute piece from the data-parallel
-// shards (FSDP: one unit unsharded at a time); pieces sharded over tp are then all-gathered over
-// tp and placed by their layout, so a packed q | k | v weight comes out exactly as Hugging Face
-// stores it; the other stages' parameters then travel over pp to its rank 0.
-void for_each_global_parameter(TrainableState& state, const DeviceMesh& mesh, Model& model,
-                               const ParameterVisitor& fn);
+// fn(parameter, global fp32 value).
+using ParameterVisitor = std::function<void(const Parameter&, const Tensor&)>;
+
+// Collective over the world: world rank 0 calls fn once for every parameter of `model` (the whole
+// model as built on every rank, in its order) with its global value; the other ranks only send.
+// Every slice travels once, straight from the shard its owner holds (TrainableState::held_slots)
+// to rank 0 — replicas (counts_replica) and tied copies stay home, nothing is all-gathered — and
+// each slice is placed by its layout, so a packed q | k | v weight comes out exactly as Hugging
+// Face stores it. Rank 0 holds one global parameter at a time.
+void gather_parameters(TrainableState& state, const DeviceMesh& mesh, Model& model,
+                       const ParameterVisitor& fn);
 
 }  // namespace meshtrain

@@ -1,6 +1,7 @@
 #include "parallel/parallel_plan.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "core/error.h"
@@ -22,7 +23,8 @@ ParallelPlan& ParallelPlan::add(std::unique_ptr<Strategy> strategy, std::vector<
   return *this;
 }
 
-ParallelModel ParallelPlan::apply(DeviceMesh& mesh, Model& model) {
+ParallelModel ParallelPlan::apply(DeviceMesh& mesh, Model& model,
+                                  const ParameterSource* values) {
   MT_CHECK(!applied_, "a ParallelPlan applies once");
   for (const Binding& b : bindings_)
     for (const std::string& axis : b.axes)
@@ -47,11 +49,13 @@ ParallelModel ParallelPlan::apply(DeviceMesh& mesh, Model& model) {
     return a->strategy->kind() < b->strategy->kind();
   });
 
-  ParallelContext ctx{mesh, &model, model.default_units(), {}, nullptr, {}};
+  std::optional<MaterializedValues> materialized;
+  if (!values) values = &materialized.emplace(model);
+  ParallelContext ctx{mesh, *values, &model, model.default_units(), {}, nullptr, {}};
   for (Binding* b : order) b->strategy->apply(ctx, b->axes);
   // Without a data-parallel strategy the optimizer steps the (possibly narrowed) model's
   // parameters whole.
-  if (!ctx.state) ctx.state = std::make_unique<WholeParameters>(*ctx.model);
+  if (!ctx.state) ctx.state = std::make_unique<WholeParameters>(*ctx.model, mesh, *values);
 
   ParallelModel result;
   result.engine = std::make_unique<Engine>(*ctx.model, make_unit_plan(*ctx.model, ctx.unit_specs));

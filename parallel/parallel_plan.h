@@ -25,7 +25,10 @@ class ParallelPlan {
   ParallelPlan& add(std::unique_ptr<Strategy> strategy, std::vector<std::string> axes);
   // The plan owns its strategies; it must outlive the returned model. Applies once. Every mesh
   // axis of size > 1 must be bound to a strategy ("dp" binds both data axes).
-  ParallelModel apply(DeviceMesh& mesh, Model& model);
+  // Each rank's pieces of the parameters are filled from `values`, the model's parameters having
+  // no tensors (sharded initialisation: no rank holds the full model); without `values` the
+  // model must hold its full values, which are released once placed.
+  ParallelModel apply(DeviceMesh& mesh, Model& model, const ParameterSource* values = nullptr);
   // "tp[tp] fsdp[dp_replicate,dp_shard]": the strategies in order of application, with axes.
   std::string describe() const;
   // The strategy added under `name`, or null.

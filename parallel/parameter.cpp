@@ -4,9 +4,9 @@
 
 namespace meshtrain {
 
-Parameter::Parameter(std::string name, Shape global_shape, DType dtype)
+Parameter::Parameter(std::string name, Shape global_shape, DType dtype, Device device)
     : name_(std::move(name)), global_shape_(global_shape), shape_(std::move(global_shape)),
-      dtype_(dtype) {}
+      dtype_(dtype), device_(device) {}
 
 const Tensor& Parameter::value() const {
   if (!available())
@@ -43,13 +43,17 @@ void Parameter::make_unavailable(std::string reason) {
   grad_ = Tensor();
 }
 
+void Parameter::release_tensors() {
+  value_ = Tensor();
+  grad_ = Tensor();
+}
+
 void Parameter::set_layout(Layout layout, Shape local_shape) {
   MT_CHECK_EQ(local_shape.size(), global_shape_.size(), "parameter '", name_,
               "': a local piece keeps the global rank ", shape_string(global_shape_));
   layout_ = std::move(layout);
   shape_ = std::move(local_shape);
-  value_ = Tensor();
-  grad_ = Tensor();
+  release_tensors();
 }
 
 }  // namespace meshtrain

@@ -17,7 +17,10 @@ namespace meshtrain {
 
 class Parameter {
  public:
-  Parameter(std::string name, Shape global_shape, DType dtype = DType::f32);
+  // `device`: where its tensors live once placed (a model may create parameters without tensors
+  // and let a plan fill only each rank's piece; see parallel/parameter_source.h).
+  Parameter(std::string name, Shape global_shape, DType dtype = DType::f32,
+            Device device = Device::cpu());
 
   const std::string& name() const { return name_; }
   // The shape of the global (unsharded, Hugging Face) tensor.
@@ -28,6 +31,7 @@ class Parameter {
   // How the compute piece is laid out over the mesh (replicated unless TP sharded it).
   const Layout& layout() const { return layout_; }
   DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
   bool requires_grad() const { return requires_grad_; }
   void set_requires_grad(bool value) { requires_grad_ = value; }
   // A copy of a parameter tied across pipeline stages (GPT-2's wte on the last stage): it trains
@@ -47,6 +51,8 @@ class Parameter {
   void set_grad(Tensor grad);
   void make_unavailable(std::string reason);  // drops the handles, keeps the reason for errors
   void make_available() { unavailable_reason_.clear(); }
+  // Drops the value and gradient handles (the tensors go when their last handle does).
+  void release_tensors();
   // Narrows the compute piece to `local_shape` under `layout`; the caller installs the new value
   // and gradient.
   void set_layout(Layout layout, Shape local_shape);
@@ -57,6 +63,7 @@ class Parameter {
   Shape shape_;
   Layout layout_;
   DType dtype_;
+  Device device_;
   bool requires_grad_ = true;
   bool tied_copy_ = false;
   Tensor value_;

@@ -10,6 +10,7 @@
 
 #include "parallel/hooks.h"
 #include "parallel/model.h"
+#include "parallel/parameter_source.h"
 #include "parallel/step_runner.h"
 #include "parallel/trainable_state.h"
 
@@ -25,9 +26,11 @@ using RunnerFactory =
 
 // What strategies transform, in order. Each may narrow the model and replace the step runner
 // (pipeline), parallelize layers (tensor parallel), regroup units, add hooks, and take over the
-// trainable state (data parallel).
+// trainable state (data parallel). Parameters arrive without tensors: strategies narrow their
+// layouts, and whoever holds a parameter's tensor in the end fills it from `values`.
 struct ParallelContext {
   DeviceMesh& mesh;
+  const ParameterSource& values;
   Model* model;
   std::vector<UnitSpec> unit_specs;
   std::vector<StepHooks*> hooks;

@@ -3,16 +3,15 @@
 // rank's shards.
 #pragma once
 
-#include <functional>
 #include <vector>
 
+#include "mesh/device_mesh.h"
+
 #include "parallel/model.h"
+#include "parallel/parameter_source.h"
 #include "parallel/optimizer_slot.h"
 
 namespace meshtrain {
-
-// fn(parameter, value): the parameter's compute piece (its TP piece; whole without TP), fp32.
-using ParameterVisitor = std::function<void(const Parameter&, const Tensor&)>;
 
 class TrainableState {
  public:
@@ -21,19 +20,21 @@ class TrainableState {
   // each with its layout (see parallel/grad_norm.h for the global norm over them).
   virtual std::vector<OptimizerSlot> optimizer_slots() = 0;
   virtual void zero_grad() = 0;
-  // Collective over the data axes: visits every parameter's compute piece, assembled from the
-  // data-parallel shards, a few at a time (FSDP: one unit unsharded at a time).
-  virtual void for_each_compute_value(const ParameterVisitor& fn) = 0;
+  // Every parameter slice this rank holds, frozen ones too (with no gradient): what checkpoints
+  // store and export gathers.
+  virtual std::vector<OptimizerSlot> held_slots() = 0;
 };
 
 // Every trainable parameter of the model, whole, on this rank (one rank, or replicated data
 // parallelism after gradients are all-reduced).
 class WholeParameters : public TrainableState {
  public:
-  explicit WholeParameters(Model& model);
+  // Allocates each parameter's (TP-local) value, filled from `values`, and a zeroed gradient for
+  // the trainable ones.
+  WholeParameters(Model& model, const DeviceMesh& mesh, const ParameterSource& values);
   std::vector<OptimizerSlot> optimizer_slots() override;
   void zero_grad() override;
-  void for_each_compute_value(const ParameterVisitor& fn) override;
+  std::vector<OptimizerSlot> held_slots() override;
 
  private:
   Model& model_;

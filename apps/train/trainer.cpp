@@ -7,11 +7,11 @@
 #include "core/comm/gather_values.h"
 #include "core/error.h"
 #include "models/checkpoint.h"
+#include "models/gpt2_init.h"
 #include "models/safetensors.h"
 #include "models/sampling.h"
 #include "models/token_file.h"
 #include "mesh/axis_names.h"
-#include "parallel/global_parameters.h"
 #include "parallel/grad_norm.h"
 #include "plugins/builtin_strategies.h"
 
@@ -58,13 +58,16 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
     : config_(config), world_(world), memory_(memory), optimizer_(adamw_config(config)) {
   config_.validate();
   mesh_ = std::make_unique<DeviceMesh>(world_, config_.effective_mesh());
-  GPT2Options options;
-  options.seed = config_.seed;
-  model_ = std::make_unique<GPT2>(config_.model, options);
-  if (!config_.init_path.empty()) load_parameters(model_->parameters(), config_.init_path);
+  // Sharded initialisation: the model has no tensors, and each rank fills only its own pieces.
+  model_ = std::make_unique<GPT2>(config_.model, GPT2Options{.materialize = false});
+  std::unique_ptr<ParameterSource> values;
+  if (config_.init_path.empty())
+    values = std::make_unique<Gpt2InitValues>(config_.model, config_.seed);
+  else
+    values = std::make_unique<SafetensorsValues>(config_.init_path, model_->parameters());
 
   build_plan(plan_, mesh_->layout(), config_);
-  parallel_ = plan_.apply(*mesh_, *model_);
+  parallel_ = plan_.apply(*mesh_, *model_, values.get());
 
   batches_ = std::make_unique<TokenBatches>(
       read_token_file(config_.data_path), config_.model.vocab, config_.batch, config_.seq,
@@ -153,8 +156,8 @@ StepMetrics Trainer::step() {
   return m;
 }
 
-void Trainer::for_each_global_param(const ParameterVisitor& fn) {
-  for_each_global_parameter(*parallel_.state, *mesh_, *model_, fn);
+void Trainer::gather_parameters(const ParameterVisitor& fn) {
+  meshtrain::gather_parameters(*parallel_.state, *mesh_, *model_, fn);
 }
 
 void Trainer::save(const std::string& path) {
@@ -163,9 +166,10 @@ void Trainer::save(const std::string& path) {
     std::vector<SafetensorsSpec> specs;
     for (Parameter* p : model_->parameters())
       specs.push_back({p->name(), DType::f32, p->global_shape()});
-    writer = std::make_unique<SafetensorsWriter>(path, std::move(specs));
+    writer = std::make_unique<SafetensorsWriter>(path, std::move(specs),
+                                                 std::map<std::string, std::string>{{"format", "pt"}});
   }
-  for_each_global_param([&](const Parameter& p, const Tensor& value) {
+  gather_parameters([&](const Parameter& p, const Tensor& value) {
     if (writer) writer->write(p.name(), value);
   });
   if (writer) writer->finish();
@@ -175,7 +179,7 @@ std::string Trainer::sample(int64_t bytes, uint64_t seed) {
   MT_CHECK_EQ(config_.model.vocab, 256, "sampling text needs a byte-level model (vocab 256)");
   std::unique_ptr<GPT2> whole;
   if (rank() == 0) whole = std::make_unique<GPT2>(config_.model);
-  for_each_global_param([&](const Parameter& p, const Tensor& value) {
+  gather_parameters([&](const Parameter& p, const Tensor& value) {
     if (whole) whole->parameter(p.name()).value().copy_from(value);
   });
   if (!whole) return "";

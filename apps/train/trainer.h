@@ -15,6 +15,7 @@
 #include "models/adamw.h"
 #include "models/gpt2.h"
 #include "models/token_batches.h"
+#include "parallel/global_parameters.h"
 #include "parallel/parallel_plan.h"
 #include "plugins/fsdp/fsdp_strategy.h"
 
@@ -33,14 +34,16 @@ class Trainer {
   const ParallelPlan& plan() const { return plan_; }
   // What runs a step's micro-batches (a PipelineRunner under pipeline parallelism).
   StepRunner& runner() { return *parallel_.runner; }
+  // What this rank holds and the optimizer steps (FSDP: its shards).
+  TrainableState& state() { return *parallel_.state; }
   // The FSDP strategy of the plan (null without data axes).
   FsdpStrategy* fsdp() const;
   int rank() const { return world_.rank(); }
 
-  // Collective: calls fn on every parameter's global fp32 value (Hugging Face shape); on ranks
-  // past the first pipeline stage only for that stage's parameters.
-  void for_each_global_param(const ParameterVisitor& fn);
-  // Collective: rank 0 writes the full model to a safetensors file.
+  // Collective: world rank 0 calls fn on every parameter's global fp32 value (Hugging Face shape),
+  // one parameter at a time (parallel/global_parameters.h); the other ranks only send.
+  void gather_parameters(const ParameterVisitor& fn);
+  // Collective: rank 0 writes the full model to a Hugging Face GPT-2 safetensors file.
   void save(const std::string& path);
   // Collective: rank 0 returns text sampled from the trained model (byte-level models only);
   // other ranks return an empty string.

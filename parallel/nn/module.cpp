@@ -2,7 +2,6 @@
 
 #include "core/error.h"
 #include "mesh/axis_names.h"
-#include "mesh/layout_copy.h"
 
 namespace meshtrain::nn {
 
@@ -39,29 +38,7 @@ void shard_on_tp(Parameter& param, const Placement& placement, const TpSetup& se
   if (param.layout() == layout) return;
   MT_CHECK(param.layout() == Layout(), "parameter '", param.name(), "' is laid out as ",
            param.layout().to_string(), " already; tensor parallelism wants ", layout.to_string());
-  const std::vector<LocalPiece> pieces =
-      layout.local_pieces(param.global_shape(), setup.mesh, setup.rank);
-  const Shape local_shape = layout.local_shape(param.global_shape(), setup.mesh, setup.rank);
-  const Tensor full = param.value();
-  const bool on_host = full.device().is_cpu();
-  const Tensor host_full = on_host ? full : full.to(Device::cpu());
-  Tensor host_local;
-  {
-    // On the host this is the parameter itself; on a GPU only the staging copy.
-    MemoryCategoryScope scope(on_host ? MemoryCategory::param : MemoryCategory::other);
-    host_local = Tensor::empty(local_shape, full.dtype());
-  }
-  copy_global_to_local(host_local, host_full, pieces);
-  const bool trainable = param.requires_grad();
-  param.set_layout(layout, local_shape);
-  {
-    MemoryCategoryScope scope(MemoryCategory::param);
-    param.set_value(on_host ? host_local : host_local.to(full.device()));
-  }
-  if (trainable) {
-    MemoryCategoryScope scope(MemoryCategory::grad);
-    param.set_grad(Tensor::zeros(local_shape, full.dtype(), full.device()));
-  }
+  param.set_layout(layout, layout.local_shape(param.global_shape(), setup.mesh, setup.rank));
 }
 
 }  // namespace meshtrain::nn

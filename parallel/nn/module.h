@@ -58,9 +58,9 @@ struct NamedModule {
   Module* module;
 };
 
-// Narrows `param` to this rank's piece of the layout Shard-on-tp(`placement`), copying from its
-// current full value. A parameter already laid out so (a tied weight reached a second time) is
-// left as it is; any other prior layout is an error.
+// Narrows `param` to this rank's piece of the layout Shard-on-tp(`placement`) (the plan fills the
+// piece later). A parameter already laid out so (a tied weight reached a second time) is left as
+// it is; any other prior layout is an error.
 void shard_on_tp(Parameter& param, const Placement& placement, const TpSetup& setup);
 
 }  // namespace meshtrain::nn

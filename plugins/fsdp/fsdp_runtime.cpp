@@ -91,8 +91,11 @@ void FsdpTrainableState::zero_grad() {
   for (const auto& u : runtime_.units()) u->zero_grad();
 }
 
-void FsdpTrainableState::for_each_compute_value(const ParameterVisitor& fn) {
-  for (const auto& u : runtime_.units()) u->for_each_full_param(fn);
+std::vector<OptimizerSlot> FsdpTrainableState::held_slots() {
+  std::vector<OptimizerSlot> slots;
+  for (const auto& u : runtime_.units())
+    for (OptimizerSlot& slot : u->held_slots()) slots.push_back(std::move(slot));
+  return slots;
 }
 
 }  // namespace meshtrain

@@ -55,8 +55,7 @@ class FsdpTrainableState : public TrainableState {
   explicit FsdpTrainableState(FsdpRuntime& runtime) : runtime_(runtime) {}
   std::vector<OptimizerSlot> optimizer_slots() override;
   void zero_grad() override;
-  // Gathers the fp32 master shards one unit at a time.
-  void for_each_compute_value(const ParameterVisitor& fn) override;
+  std::vector<OptimizerSlot> held_slots() override;
 
  private:
   FsdpRuntime& runtime_;

@@ -72,7 +72,8 @@ void FsdpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& a
     config.grad_sync = pipelined ? GradSync::last_micro_batch : options_.grad_sync;
     config.reshard_after_forward = reshard && (u != root || options_.reshard_root_after_forward);
     units.push_back(
-        std::make_unique<FsdpUnit>(plan.units[u].name, plan.units[u].params, config, clock_));
+        std::make_unique<FsdpUnit>(plan.units[u].name, plan.units[u].params, config, clock_,
+                                   ShardValues{ctx.values, ctx.mesh.layout(), ctx.mesh.rank()}));
   }
   runtime_ = std::make_unique<FsdpRuntime>(plan, std::move(units), groups, options_.prefetch,
                                            pipelined);

@@ -39,14 +39,14 @@ void zero_elements(const Tensor& dst, int64_t offset, int64_t n) {
 }  // namespace
 
 FsdpUnit::FsdpUnit(std::string name, const std::vector<Parameter*>& params,
-                   FsdpUnitConfig config, FsdpWaitClock& clock)
+                   FsdpUnitConfig config, FsdpWaitClock& clock, const ShardValues& values)
     : name_(std::move(name)),
       config_(config),
       clock_(clock),
       layout_(make_unit_shard_layout(params,
                                      config.groups.shard ? config.groups.shard->size() : 1)) {
   MT_CHECK(!params.empty(), "FSDP unit '", name_, "' has no parameters");
-  const Device device = params.front()->value().device();
+  const Device device = params.front()->device();
   bool all_f32 = true;
   for (Parameter* p : params) all_f32 = all_f32 && p->dtype() == DType::f32;
   views_mode_ = shard_size() == 1 && all_f32 && config_.param_dtype == DType::f32 &&
@@ -60,9 +60,13 @@ FsdpUnit::FsdpUnit(std::string name, const std::vector<Parameter*>& params,
     grad_shard_ = Tensor::zeros({layout_.grad_shard_numel}, DType::f32, device);
   }
   for (const ParamShard& s : layout_.params) {
-    const ShardRange mine = s.rows_of(shard_rank(), shard_size());
-    copy_elements(master_, s.offset, s.param->value().flatten(), mine.offset * s.row_numel,
-                  mine.size * s.row_numel);
+    const Layout layout = shard_layout(s);
+    const Shape shape = layout.local_shape(s.param->global_shape(), values.mesh, values.rank);
+    MT_CHECK_EQ(shape_numel(shape), s.rows_of(shard_rank(), shard_size()).size * s.row_numel,
+                "parameter '", s.param->name(), "': its shard under ", layout.to_string(),
+                " disagrees with the shard group");
+    fill_local(values.source, *s.param, layout, values.mesh, values.rank,
+               master_.view(s.offset, shape));
   }
   full_grads_.resize(layout_.params.size());
   if (views_mode_) {
@@ -138,17 +142,6 @@ Tensor FsdpUnit::assemble(const Tensor& gathered, const ParamShard& s, DType dty
                   rows.size * s.row_numel);
   }
   return full;
-}
-
-void FsdpUnit::for_each_full_param(
-    const std::function<void(const Parameter&, const Tensor&)>& fn) {
-  Tensor gathered = master_;
-  if (shard_size() > 1) {
-    MemoryCategoryScope scope(MemoryCategory::comm);
-    gathered = Tensor::empty({shard_size() * layout_.shard_numel}, DType::f32, master_.device());
-    wait(config_.groups.shard->all_gather_into(gathered, master_));
-  }
-  for (const ParamShard& s : layout_.params) fn(*s.param, assemble(gathered, s, DType::f32));
 }
 
 void FsdpUnit::reshard(ShardState to) {
@@ -241,18 +234,26 @@ void FsdpUnit::finish_reduction(bool wait_for_replicas) {
   reduction_.reset();
 }
 
-std::vector<OptimizerSlot> FsdpUnit::optimizer_slots() {
+Layout FsdpUnit::shard_layout(const ParamShard& s) const {
+  return shard_size() > 1 ? s.param->layout().then(config_.groups.shard_axis, Shard{0})
+                          : s.param->layout();
+}
+
+std::vector<OptimizerSlot> FsdpUnit::slots(bool include_frozen) {
   std::vector<OptimizerSlot> slots;
   for (const ParamShard& s : layout_.params) {
-    if (s.grad_offset < 0) continue;
+    const bool frozen = s.grad_offset < 0;
+    if (frozen && !include_frozen) continue;
     const int64_t n = s.rows_of(shard_rank(), shard_size()).size * s.row_numel;
     if (n == 0) continue;  // this rank holds none of it: padding never reaches the optimizer
-    const Layout layout = shard_size() > 1
-                              ? s.param->layout().then(config_.groups.shard_axis, Shard{0})
-                              : s.param->layout();
-    slots.push_back({s.param->name(), master_.view(s.offset, {n}),
-                     grad_shard_.view(s.grad_offset, {n}), s.param->decays(), layout,
-                     s.param->tied_copy()});
+    OptimizerSlot slot;
+    slot.name = s.param->name();
+    slot.param = master_.view(s.offset, {n});
+    if (!frozen) slot.grad = grad_shard_.view(s.grad_offset, {n});
+    slot.decays = s.param->decays();
+    slot.layout = shard_layout(s);
+    slot.tied_copy = s.param->tied_copy();
+    slots.push_back(std::move(slot));
   }
   return slots;
 }

@@ -21,6 +21,7 @@
 #include "plugins/fsdp/fsdp_options.h"
 #include "plugins/fsdp/shard_layout.h"
 #include "parallel/optimizer_slot.h"
+#include "parallel/parameter_source.h"
 
 namespace meshtrain {
 
@@ -44,6 +45,13 @@ struct FsdpUnitConfig {
   bool reshard_after_forward = true;
 };
 
+// Where a unit's shards come from: the plan's values, for this rank of this mesh.
+struct ShardValues {
+  const ParameterSource& source;
+  const MeshLayout& mesh;
+  int rank;
+};
+
 // Seconds this rank spent blocked on communication it could not hide.
 struct FsdpWaitClock {
   double exposed_seconds = 0.0;
@@ -51,9 +59,9 @@ struct FsdpWaitClock {
 
 class FsdpUnit {
  public:
-  // Shards the parameters' current full values (identical on every rank) and drops them.
+  // Allocates this rank's shards and fills them from `values` (no rank holds a full parameter).
   FsdpUnit(std::string name, const std::vector<Parameter*>& params, FsdpUnitConfig config,
-           FsdpWaitClock& clock);
+           FsdpWaitClock& clock, const ShardValues& values);
 
   const std::string& name() const { return name_; }
   ShardState state() const { return state_; }
@@ -82,11 +90,10 @@ class FsdpUnit {
   // is only started, and a later call finishes it.
   void finish_reduction(bool wait_for_replicas);
 
-  std::vector<OptimizerSlot> optimizer_slots();
+  std::vector<OptimizerSlot> optimizer_slots() { return slots(false); }
+  // Every master shard this rank holds, frozen parameters' too (with no gradient).
+  std::vector<OptimizerSlot> held_slots() { return slots(true); }
   void zero_grad();
-  // Collective: calls fn(parameter, full fp32 value) for every parameter, gathered from the fp32
-  // master shards whatever the compute dtype; the unit's state is left as it is.
-  void for_each_full_param(const std::function<void(const Parameter&, const Tensor&)>& fn);
 
  private:
   struct Gather {
@@ -105,6 +112,9 @@ class FsdpUnit {
   int shard_rank() const { return config_.groups.shard ? config_.groups.shard->rank() : 0; }
   void wait(const WorkPtr& work);
   void install_views();
+  // Where the rank's shard of a parameter sits in the global tensor.
+  Layout shard_layout(const ParamShard& s) const;
+  std::vector<OptimizerSlot> slots(bool include_frozen);
   // The full value of one parameter from all-gathered flat shards (W segments), as `dtype`.
   Tensor assemble(const Tensor& gathered, const ParamShard& s, DType dtype) const;
   std::string unavailable_reason() const;

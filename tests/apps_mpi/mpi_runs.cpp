@@ -18,10 +18,15 @@ RunResult train_on_mpi(const TrainConfig& config) {
     result.losses.push_back(m.loss);
     result.grad_norms.push_back(m.grad_norm);
   }
-  trainer.for_each_global_param([&](const Parameter& p, const Tensor& value) {
+  trainer.gather_parameters([&](const Parameter& p, const Tensor& value) {
     result.params[p.name()] = value.to_vector();
   });
   return result;
+}
+
+RunResult reference_seen_here(const RunResult& reference) {
+  if (mpi_test::harness_comm().rank() == 0) return reference;
+  return RunResult{reference.losses, reference.grad_norms, {}, {}};
 }
 
 }  // namespace meshtrain::testing

@@ -7,6 +7,7 @@
 #include "mesh/device_mesh.h"
 #include "models/adamw.h"
 #include "models/gpt2.h"
+#include "parallel/global_parameters.h"
 #include "parallel/parallel_plan.h"
 #include "plugins/fsdp/fsdp_strategy.h"
 #include "tests/support/training_runs.h"
@@ -102,9 +103,8 @@ TEST(FsdpState, FrozenParametersTakeNoGradientStateOrReduction) {
       2, {},
       [&](GPT2& model, FsdpStrategy& fsdp, ParallelModel& pm) {
         std::map<std::string, std::vector<float>> before;
-        pm.state->for_each_compute_value([&](const Parameter& p, const Tensor& v) {
-          before[p.name()] = v.to_vector();
-        });
+        for (const OptimizerSlot& slot : pm.state->held_slots())
+          before[slot.name] = slot.param.to_vector();
         const uint64_t rs_before = fsdp.counters().sent(CommOp::reduce_scatter);
         train_step(pm, 2);
         const uint64_t rs_bytes = fsdp.counters().sent(CommOp::reduce_scatter) - rs_before;
@@ -116,15 +116,16 @@ TEST(FsdpState, FrozenParametersTakeNoGradientStateOrReduction) {
           for (const std::string& name : frozen) EXPECT_NE(s.name, name);
         AdamW optimizer;
         optimizer.step(slots, 0.1f);
-        pm.state->for_each_compute_value([&](const Parameter& p, const Tensor& v) {
+        for (const OptimizerSlot& slot : pm.state->held_slots()) {
           const bool is_frozen =
-              std::find(frozen.begin(), frozen.end(), p.name()) != frozen.end();
+              std::find(frozen.begin(), frozen.end(), slot.name) != frozen.end();
+          EXPECT_EQ(slot.grad.defined(), !is_frozen) << slot.name;
           if (is_frozen) {
-            EXPECT_EQ(v.to_vector(), before[p.name()]) << p.name();
-          } else if (p.name() == "h.0.mlp.c_fc.weight") {
-            EXPECT_NE(v.to_vector(), before[p.name()]);
+            EXPECT_EQ(slot.param.to_vector(), before[slot.name]) << slot.name;
+          } else if (slot.name == "h.0.mlp.c_fc.weight") {
+            EXPECT_NE(slot.param.to_vector(), before[slot.name]);
           }
-        });
+        }
       },
       [&](GPT2& model) {
         for (const std::string& name : frozen) model.parameter(name).set_requires_grad(false);
@@ -166,48 +167,41 @@ TEST(FsdpState, UnitPolicyGroupsBlocks) {
   });
 }
 
-TEST(FsdpState, ExportHoldsOneUnitUnshardedAtATime) {
-  spawn_ranks(2, [](RankContext& ctx) {
-    DeviceMesh mesh(ctx.world, {{"dp_shard", 2}});
-    GPT2 model(kModel);
-    GPT2 reference(kModel);  // same seed: the values the export must reproduce
-    ParallelPlan plan;
-    auto fsdp = std::make_unique<FsdpStrategy>();
-    plan.add(std::move(fsdp), {"dp_shard"});
-    ParallelModel pm = plan.apply(mesh, model);
-    ctx.memory.reset_peaks();
-    int visited = 0;
-    pm.state->for_each_compute_value([&](const Parameter& p, const Tensor& v) {
-      EXPECT_EQ(v.to_vector(), reference.parameter(p.name()).value().to_vector()) << p.name();
-      ++visited;
+// Export gathers to rank 0 alone: every other rank sends each slice it owns once, straight from
+// its fp32 master shard (whatever the compute dtype), so nothing is all-gathered and no unit is
+// unsharded; rank 0 assembles one global parameter at a time.
+TEST(FsdpState, ExportSendsEachMasterShardToRankZeroOnly) {
+  for (const DType compute : {DType::f32, DType::bf16}) {
+    GPT2 reference(kModel);  // same seed: the values the export must reproduce; read-only
+    spawn_ranks(2, [&](RankContext& ctx) {
+      DeviceMesh mesh(ctx.world, {{"dp_shard", 2}});
+      GPT2 model(kModel);
+      FsdpOptions options;
+      options.param_dtype = compute;
+      ParallelPlan plan;
+      plan.add(std::make_unique<FsdpStrategy>(options), {"dp_shard"});
+      ParallelModel pm = plan.apply(mesh, model);
+      MicroBatch mb = batch_of(2, 2);
+      pm.engine->begin_micro_batch(0, 1);
+      pm.engine->forward(mb);  // the root now holds compute-dtype values
+      ctx.memory.reset_peaks();
+      const uint64_t sent_before = ctx.world.counters().sent(CommOp::send);
+      size_t visited = 0;
+      gather_parameters(*pm.state, mesh, model, [&](const Parameter& p, const Tensor& v) {
+        EXPECT_EQ(v.dtype(), DType::f32);
+        EXPECT_EQ(v.to_vector(), reference.parameter(p.name()).value().to_vector()) << p.name();
+        ++visited;
+      });
+      EXPECT_EQ(visited, ctx.rank == 0 ? model.parameters().size() : 0u);
+      int64_t held = 0;
+      for (const OptimizerSlot& slot : pm.state->held_slots()) held += slot.param.numel();
+      EXPECT_EQ(ctx.world.counters().sent(CommOp::send) - sent_before,
+                ctx.rank == 0 ? 0u : static_cast<uint64_t>(4 * held));
+      const MemoryStats mem = ctx.memory.stats(DeviceKind::cpu);
+      for (const MemoryCategory c : {MemoryCategory::unsharded_param, MemoryCategory::comm})
+        EXPECT_EQ(mem[c].peak, mem[c].current) << "export allocated " << memory_category_name(c);
     });
-    EXPECT_EQ(visited, static_cast<int>(model.parameters().size()));
-    // One unit at a time: its all-gather buffer (W padded shards) and the full values assembled
-    // from it, never two units' worth.
-    int64_t largest_unit = 0, largest_gather = 0;
-    for (const UnitSizes& u : gpt2_units(kModel, 2)) {
-      largest_unit = std::max(largest_unit, u.full);
-      largest_gather = std::max(largest_gather, 2 * u.padded);
-    }
-    const MemoryStats mem = ctx.memory.stats(DeviceKind::cpu);
-    EXPECT_LE(mem[MemoryCategory::unsharded_param].peak, 4u * largest_unit);
-    EXPECT_EQ(mem[MemoryCategory::comm].peak, 4u * largest_gather);
-  });
-}
-
-TEST(FsdpState, ExportReadsTheFp32MasterWhateverTheComputeDtype) {
-  FsdpOptions options;
-  options.param_dtype = DType::bf16;
-  GPT2 reference(kModel);  // read-only from every rank
-  with_fsdp(2, options, [&](GPT2&, FsdpStrategy&, ParallelModel& pm) {
-    MicroBatch mb = batch_of(2, 2);
-    pm.engine->begin_micro_batch(0, 1);
-    pm.engine->forward(mb);  // the root now holds bf16-rounded values for compute
-    pm.state->for_each_compute_value([&](const Parameter& p, const Tensor& v) {
-      EXPECT_EQ(v.dtype(), DType::f32);
-      EXPECT_EQ(v.to_vector(), reference.parameter(p.name()).value().to_vector()) << p.name();
-    });
-  });
+  }
 }
 
 }  // namespace

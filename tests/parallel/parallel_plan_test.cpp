@@ -19,6 +19,9 @@ using ::testing::HasSubstr;
 using testing::error_message;
 using testing::gpt2_like;
 using testing::ToyModel;
+using testing::ZeroValues;
+
+const ZeroValues zeros;
 
 // Records "<name>[axis,axis]" into a log when applied, with the axis sizes it saw on the mesh.
 class RecordingStrategy : public Strategy {
@@ -82,7 +85,7 @@ TEST(ParallelPlan, AxisTheMeshLacksNamesTheMesh) {
     ParallelPlan plan;
     plan.add(recording("fsdp", StrategyKind::data, &log), {"dp_shard"});
     plan.add(recording("tp", StrategyKind::tensor, &log), {"tp"});
-    const std::string msg = error_message<InvalidArgument>([&] { plan.apply(mesh, model); });
+    const std::string msg = error_message<InvalidArgument>([&] { plan.apply(mesh, model, &zeros); });
     EXPECT_THAT(msg, HasSubstr("strategy 'tp' is bound to axis 'tp'"));
     EXPECT_THAT(msg, HasSubstr("dp_shard=2"));
     EXPECT_TRUE(log.empty()) << "no strategy may run when the bindings are invalid";
@@ -98,7 +101,7 @@ TEST(ParallelPlan, AppliesPipelineThenTensorThenDataRegardlessOfAddOrder) {
     plan.add(recording("fsdp", StrategyKind::data, &log), {"dp_replicate", "dp_shard"});
     plan.add(recording("tp", StrategyKind::tensor, &log), {"tp"});
     plan.add(recording("pp", StrategyKind::pipeline, &log), {"pp"});
-    ParallelModel pm = plan.apply(mesh, model);
+    ParallelModel pm = plan.apply(mesh, model, &zeros);
     EXPECT_EQ(log, (std::vector<std::string>{"pp[pp=2]", "tp[tp=2]",
                                              "fsdp[dp_replicate=1,dp_shard=2]"}));
     EXPECT_EQ(plan.describe(), "pp[pp] tp[tp] fsdp[dp_replicate,dp_shard]");
@@ -115,7 +118,7 @@ TEST(ParallelPlan, TiesKeepAddOrder) {
     ParallelPlan plan;
     plan.add(recording("second-data", StrategyKind::data, &log), {"dp_shard"});
     plan.add(recording("first-data", StrategyKind::data, &log), {"dp_replicate"});
-    plan.apply(mesh, model);
+    plan.apply(mesh, model, &zeros);
     EXPECT_EQ(log, (std::vector<std::string>{"second-data[dp_shard=1]",
                                              "first-data[dp_replicate=1]"}));
   });
@@ -128,8 +131,8 @@ TEST(ParallelPlan, ApplyingTwiceIsAnError) {
     std::vector<std::string> log;
     ParallelPlan plan;
     plan.add(recording("fsdp", StrategyKind::data, &log), {"dp_shard"});
-    plan.apply(mesh, model);
-    EXPECT_THAT(error_message<InvalidArgument>([&] { plan.apply(mesh, model); }),
+    plan.apply(mesh, model, &zeros);
+    EXPECT_THAT(error_message<InvalidArgument>([&] { plan.apply(mesh, model, &zeros); }),
                 HasSubstr("applies once"));
     EXPECT_EQ(log.size(), 1u);
   });
@@ -139,13 +142,9 @@ TEST(ParallelPlan, EmptyPlanGivesTheDefaultUnitsAndWholeParameters) {
   spawn_ranks(1, [](RankContext& ctx) {
     DeviceMesh mesh(ctx.world, MeshLayout());
     ToyModel model = gpt2_like(2);
-    for (Parameter* p : model.parameters()) {
-      p->set_value(Tensor::zeros(p->shape()));
-      p->set_grad(Tensor::zeros(p->shape()));
-    }
     model.param(1).set_requires_grad(false);
     ParallelPlan plan;
-    ParallelModel pm = plan.apply(mesh, model);
+    ParallelModel pm = plan.apply(mesh, model, &zeros);
     const UnitPlan& units = pm.engine->unit_plan();
     ASSERT_EQ(units.units.size(), 3u);
     EXPECT_EQ(units.units[0].name, "root");
@@ -155,6 +154,12 @@ TEST(ParallelPlan, EmptyPlanGivesTheDefaultUnitsAndWholeParameters) {
     std::vector<std::string> slots;
     for (const OptimizerSlot& s : pm.state->optimizer_slots()) slots.push_back(s.name);
     EXPECT_EQ(slots, (std::vector<std::string>{"p0", "p2", "p3"}));
+    // The frozen one is held (a value, no gradient) but not stepped.
+    const std::vector<OptimizerSlot> held = pm.state->held_slots();
+    ASSERT_EQ(held.size(), 4u);
+    EXPECT_EQ(held[1].name, "p1");
+    EXPECT_FALSE(held[1].grad.defined());
+    EXPECT_EQ(held[1].param.to_vector(), std::vector<float>(6, 0.f));
   });
 }
 
@@ -174,7 +179,7 @@ class EditingStrategy : public Strategy, public StepHooks {
 
   struct NoState : TrainableState {
     std::vector<OptimizerSlot> optimizer_slots() override { return {}; }
-    void for_each_compute_value(const ParameterVisitor&) override {}
+    std::vector<OptimizerSlot> held_slots() override { return {}; }
     void zero_grad() override {}
   };
 };
@@ -187,7 +192,7 @@ TEST(ParallelPlan, StrategyEditsReachTheEngine) {
     EditingStrategy* raw = strategy.get();
     ParallelPlan plan;
     plan.add(std::move(strategy), {"dp_shard"});
-    ParallelModel pm = plan.apply(mesh, model);
+    ParallelModel pm = plan.apply(mesh, model, &zeros);
     EXPECT_EQ(raw->seen_units, 3u);  // the model's default units came in
     ASSERT_EQ(pm.engine->unit_plan().units.size(), 1u);
     EXPECT_EQ(pm.engine->unit_plan().units[0].name, "all");

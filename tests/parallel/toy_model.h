@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "parallel/model.h"
+#include "parallel/parameter_source.h"
 #include "tests/support/error_message.h"
 
 namespace meshtrain::testing {
@@ -34,6 +35,14 @@ class ToyLayer : public Layer {
   std::string name_;
   std::vector<Parameter*> params_;
   Trace* trace_;
+};
+
+// Toy parameters have no tensors until a plan places them; they start at zero.
+class ZeroValues : public ParameterSource {
+ public:
+  void read(const Parameter&, const std::vector<LocalPiece>&, const Tensor& local) const override {
+    local.zero_();
+  }
 };
 
 // Layer i is named "s<i>"; layer_params[i] lists indices into the owned parameters "p<j>".

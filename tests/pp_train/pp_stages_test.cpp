@@ -80,22 +80,21 @@ TEST(PpStages, TiedEmbeddingCopiesStayEqual) {
   c.mesh = parse_mesh_spec("pp=2,dp_shard=2,tp=2");
   c.grad_accum = 2;
   c.set("pp", "schedule", "zb-h1").set("fsdp", "mode", "full");
-  std::map<int, std::vector<float>> wte_by_pp_rank;
+  std::map<int, std::vector<float>> wte_by_rank;
   std::mutex mutex;
   with_trainers(c, [&](Trainer& trainer, MemoryTracker&) {
     for (int s = 0; s < 3; ++s) trainer.step();
     std::vector<float> wte;
-    trainer.for_each_global_param([&](const Parameter& p, const Tensor& v) {
-      if (p.name() == "wte.weight") wte = v.to_vector();
-    });
-    if (trainer.rank() % 4 == 0) {  // dp_shard and tp coordinate 0 of each pp rank
-      std::lock_guard lock(mutex);
-      wte_by_pp_rank[trainer.mesh().axis_rank("pp")] = wte;
-    }
+    for (const OptimizerSlot& slot : trainer.state().held_slots())
+      if (slot.name == "wte.weight") wte = slot.param.to_vector();
+    std::lock_guard lock(mutex);
+    wte_by_rank[trainer.rank()] = wte;  // each rank's shard of its copy
   });
-  ASSERT_EQ(wte_by_pp_rank.size(), 2u);
-  ASSERT_FALSE(wte_by_pp_rank[0].empty());
-  EXPECT_EQ(wte_by_pp_rank[0], wte_by_pp_rank[1]);
+  ASSERT_EQ(wte_by_rank.size(), 8u);
+  for (int rank = 0; rank < 4; ++rank) {  // pp rank 0 and the same dp and tp coordinates on pp 1
+    ASSERT_FALSE(wte_by_rank[rank].empty());
+    EXPECT_EQ(wte_by_rank[rank], wte_by_rank[rank + 4]) << "rank " << rank;
+  }
 }
 
 TEST(PpStages, TooFewLayersForThePipelineFailsBeforeTraining) {

@@ -110,7 +110,7 @@ RunResult run_on_mesh(const TrainConfig& config) {
     std::vector<StepMetrics> metrics;
     for (int64_t s = 0; s < config.steps; ++s) metrics.push_back(trainer.step());
     std::map<std::string, std::vector<float>> params;
-    trainer.for_each_global_param([&](const Parameter& p, const Tensor& value) {
+    trainer.gather_parameters([&](const Parameter& p, const Tensor& value) {
       params[p.name()] = value.to_vector();
     });
     if (trainer.rank() == 0) {

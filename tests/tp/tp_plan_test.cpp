@@ -129,7 +129,7 @@ TEST(TpPlan, ExportWritesTheHuggingFaceTensors) {
     trainer.step();
     trainer.save(after);
     std::map<std::string, std::vector<float>> mine;
-    trainer.for_each_global_param(
+    trainer.gather_parameters(
         [&](const Parameter& p, const Tensor& v) { mine[p.name()] = v.to_vector(); });
     if (trainer.rank() == 0) gathered = std::move(mine);
   });
