@@ -44,6 +44,10 @@ class SafetensorsReader {
   // any device), converting from the file's F32 or BF16. InvalidArgument for an absent name,
   // another dtype or a range outside the tensor.
   void read(std::string_view name, const Tensor& out, int64_t offset = 0);
+  // Reads bytes [begin, begin + count) of a tensor's data as stored, with no conversion: how a
+  // checkpoint reads part of a slice and checks it against its CRCs. InvalidArgument for an absent
+  // name or a range outside the tensor's data; IoError when the file cannot be read.
+  void read_bytes(std::string_view name, uint64_t begin, uint64_t count, void* out);
 
  private:
   std::string path_;

@@ -146,4 +146,19 @@ void SafetensorsReader::read(std::string_view name, const Tensor& out, int64_t o
   if (!out.device().is_cpu()) out.copy_from(host);
 }
 
+void SafetensorsReader::read_bytes(std::string_view name, uint64_t begin, uint64_t count,
+                                   void* out) {
+  const SafetensorsEntry* e = find(name);
+  MT_CHECK(e != nullptr, "safetensors '", path_, "' has no tensor '", name, "'");
+  MT_CHECK(begin <= e->end - e->begin && count <= e->end - e->begin - begin, "safetensors '", path_,
+           "': bytes [", begin, ", ", begin + count, ") of tensor '", name, "' outside its ",
+           e->end - e->begin);
+  file_.clear();
+  file_.seekg(static_cast<std::streamoff>(data_start_ + e->begin + begin));
+  if (count && !file_.read(static_cast<char*>(out), static_cast<std::streamsize>(count)))
+    throw IoError(detail::concat("safetensors '", path_, "': reading bytes [", begin, ", ",
+                                 begin + count, ") of tensor '", name, "' failed at file offset ",
+                                 data_start_ + e->begin + begin));
+}
+
 }  // namespace meshtrain
