@@ -27,6 +27,7 @@ endif()
 find_package(Boost 1.71 REQUIRED)  # Boost.Graph is header-only
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
+find_package(ZLIB REQUIRED)  # crc32 of checkpoint chunks
 
 # CUDA toolkit with cuBLAS.
 set(_cuda_found OFF)

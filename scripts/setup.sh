@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev       # safetensors headers, metrics
   libcli11-dev             # the command line
+  zlib1g-dev               # CRC32 checksums of checkpoint shards
 )
 
 missing=()

@@ -1,0 +1,143 @@
+#include "checkpoint/checkpoint_directory.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include "checkpoint/durable_files.h"
+#include "core/error.h"
+#include "core/parse_integer.h"
+
+namespace meshtrain {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string numbered(const char* prefix, int64_t n, int digits, const char* suffix) {
+  std::string number = std::to_string(n);
+  if (number.size() < static_cast<size_t>(digits))
+    number.insert(0, static_cast<size_t>(digits) - number.size(), '0');
+  return prefix + number + suffix;
+}
+
+// The step a directory name stands for, when it is exactly step_directory_name(step).
+std::optional<int64_t> step_of(const std::string& name) {
+  if (!name.starts_with("step-")) return std::nullopt;
+  const auto step = parse_integer<int64_t>(std::string_view(name).substr(5));
+  if (!step || *step < 0 || step_directory_name(*step) != name) return std::nullopt;
+  return step;
+}
+
+void remove_tree(const fs::path& path) {
+  std::error_code error;
+  fs::remove_all(path, error);
+  if (error)
+    throw IoError(detail::concat("cannot remove '", path.string(), "': ", error.message()));
+}
+
+void rename_or_throw(const fs::path& from, const fs::path& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    throw IoError(detail::concat("cannot rename '", from.string(), "' to '", to.string(),
+                                 "': ", std::strerror(errno)));
+}
+
+}  // namespace
+
+std::string step_directory_name(int64_t step) { return numbered("step-", step, 8, ""); }
+
+std::string shard_file_name(int rank) { return numbered("rank-", rank, 5, ".safetensors"); }
+
+std::string partial_directory_path(const std::string& dir, int64_t step) {
+  return (fs::path(dir) / detail::concat(".", step_directory_name(step), ".partial")).string();
+}
+
+std::string prepare_partial_directory(const std::string& dir, int64_t step) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error)
+    throw IoError(
+        detail::concat("cannot create checkpoint directory '", dir, "': ", error.message()));
+  const fs::path partial = partial_directory_path(dir, step);
+  remove_tree(partial);
+  fs::create_directory(partial, error);
+  if (error)
+    throw IoError(detail::concat("cannot create '", partial.string(), "': ", error.message()));
+  return partial.string();
+}
+
+void discard_partial_directory(const std::string& dir, int64_t step) noexcept {
+  std::error_code ignored;
+  fs::remove_all(partial_directory_path(dir, step), ignored);
+}
+
+std::string write_index_file(const std::string& partial, const CheckpointIndex& index) {
+  const std::string path = (fs::path(partial) / kCheckpointIndexFile).string();
+  write_file_synced(path, index_to_json(index).dump(1) + "\n");
+  return path;
+}
+
+std::string write_complete_marker(const std::string& partial, int64_t step) {
+  const std::string path = (fs::path(partial) / kCheckpointCompleteMarker).string();
+  write_file_synced(path, "step " + std::to_string(step) + "\n");
+  return path;
+}
+
+std::string publish_partial_directory(const std::string& dir, int64_t step) {
+  const fs::path partial = partial_directory_path(dir, step);
+  const fs::path final_path = fs::path(dir) / step_directory_name(step);
+  sync_directory(partial.string());
+  if (!fs::exists(final_path)) {
+    rename_or_throw(partial, final_path);
+  } else if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, final_path.c_str(),
+                         RENAME_EXCHANGE) == 0) {
+    remove_tree(partial);  // now the old step-N
+  } else if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) {
+    throw IoError(detail::concat("cannot exchange '", partial.string(), "' with '",
+                                 final_path.string(), "': ", std::strerror(errno)));
+  } else {
+    // No atomic exchange here (NFS, for one): the old step-N steps aside first, so a crash in
+    // between leaves the previous steps to load from, never a half-written one.
+    const fs::path replaced =
+        fs::path(dir) / detail::concat(".", step_directory_name(step), ".replaced");
+    remove_tree(replaced);
+    rename_or_throw(final_path, replaced);
+    rename_or_throw(partial, final_path);
+    remove_tree(replaced);
+  }
+  sync_directory(dir);
+  return final_path.string();
+}
+
+std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& dir) {
+  std::error_code error;
+  fs::directory_iterator entries(dir, error);
+  if (error)
+    throw IoError(
+        detail::concat("cannot list checkpoint directory '", dir, "': ", error.message()));
+  std::vector<std::pair<int64_t, std::string>> found;
+  for (const fs::directory_entry& entry : entries) {
+    const auto step = step_of(entry.path().filename().string());
+    if (step && entry.is_directory(error) &&
+        fs::is_regular_file(entry.path() / kCheckpointIndexFile, error) &&
+        fs::is_regular_file(entry.path() / kCheckpointCompleteMarker, error))
+      found.emplace_back(*step, entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+void prune_checkpoints(const std::string& dir, int keep) {
+  if (keep == 0) return;
+  const auto found = complete_checkpoints(dir);
+  for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i)
+    remove_tree(found[i].second);
+  sync_directory(dir);
+}
+
+}  // namespace meshtrain

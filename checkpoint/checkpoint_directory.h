@@ -1,0 +1,45 @@
+// The checkpoint directory and its atomic publication (docs/checkpoint.md):
+//   dir/step-00000005/{rank-00000.safetensors, ..., index.json, COMPLETE}
+// is written as dir/.step-00000005.partial and renamed into place once complete, so a reader
+// never sees a half-written step. These steps need no communicator: save_checkpoint runs them
+// on rank 0 between its collectives, and a one-rank conversion runs them directly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "checkpoint/checkpoint_index.h"
+
+namespace meshtrain {
+
+inline constexpr const char* kCheckpointIndexFile = "index.json";
+inline constexpr const char* kCheckpointCompleteMarker = "COMPLETE";
+
+std::string step_directory_name(int64_t step);  // "step-00000005"
+std::string shard_file_name(int rank);          // "rank-00003.safetensors"
+
+std::string partial_directory_path(const std::string& dir, int64_t step);  // dir/.step-N.partial
+// Creates `dir` when missing and a fresh, empty partial directory for the step (a stale one from
+// an interrupted save is removed); returns its path.
+std::string prepare_partial_directory(const std::string& dir, int64_t step);
+// Removes the partial directory of a failed save, if any; never throws (the save's own error is
+// the one to report).
+void discard_partial_directory(const std::string& dir, int64_t step) noexcept;
+// Writes and syncs index.json, then the COMPLETE marker, in the partial directory; each returns
+// the path it wrote.
+std::string write_index_file(const std::string& partial, const CheckpointIndex& index);
+std::string write_complete_marker(const std::string& partial, int64_t step);
+// Syncs the partial directory, renames it to dir/step-N (atomically exchanging it with an
+// existing step-N where the file system allows, then removing the old one) and syncs `dir`.
+// Returns the published path.
+std::string publish_partial_directory(const std::string& dir, int64_t step);
+
+// The complete checkpoints in `dir` (step-N directories holding index.json and COMPLETE), oldest
+// first. IoError when `dir` does not exist.
+std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& dir);
+// Removes the oldest complete checkpoints beyond the newest `keep` (0 keeps all).
+void prune_checkpoints(const std::string& dir, int keep);
+
+}  // namespace meshtrain

@@ -1,0 +1,72 @@
+// The index of a checkpoint (index.json): for every global tensor its shape and the slices that
+// tile it, each slice naming the shard file and key that hold it and the CRC32 of every chunk of
+// its data. The schema is documented in docs/checkpoint.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tensor.h"
+#include "mesh/layout.h"
+
+namespace meshtrain {
+
+inline constexpr uint64_t kCheckpointElementBytes = 4;  // every slice is stored as F32
+
+struct StoredSlice {
+  std::string file;             // shard file name inside the checkpoint directory
+  std::string key;              // its safetensors key there
+  TensorSlice box;              // where it sits in the global tensor
+  std::vector<uint32_t> crc32;  // one per chunk_bytes of its data, the last chunk possibly shorter
+};
+
+struct IndexedTensor {
+  Shape shape;
+  std::vector<StoredSlice> slices;
+};
+
+using IndexedTensors = std::map<std::string, IndexedTensor, std::less<>>;
+
+// What one rank's shard file holds: the slices it wrote, and the tensors it was given (listed even
+// when it holds none of their elements, so that every tensor reaches the index).
+struct ShardContents {
+  std::string file;
+  uint64_t bytes = 0;  // the file's size
+  IndexedTensors tensors;
+};
+
+struct CheckpointIndex {
+  int64_t step = 0;
+  int world = 1;
+  uint64_t chunk_bytes = 0;
+  nlohmann::json metadata;                // the caller's, as given
+  std::map<std::string, uint64_t> files;  // shard file name -> its size in bytes
+  IndexedTensors tensors;
+};
+
+// Chunks of `chunk_bytes` covering a slice's data.
+uint64_t chunk_count(const TensorSlice& box, uint64_t chunk_bytes);
+
+// Merges every rank's shard into the index. InvalidArgument naming the tensor when ranks disagree
+// on its global shape or when its slices do not tile it exactly (a replicated tensor written by
+// more than one rank overlaps itself).
+CheckpointIndex build_index(int64_t step, uint64_t chunk_bytes, const nlohmann::json& metadata,
+                            const std::vector<ShardContents>& shards);
+
+nlohmann::json index_to_json(const CheckpointIndex& index);
+// Parses and validates an index read from `path` (named in errors): IoError for a wrong format or
+// version, a missing or mistyped field, a slice in an unlisted file, a CRC list of the wrong
+// length, or slices that do not tile their tensor.
+CheckpointIndex index_from_json(const nlohmann::json& json, const std::string& path);
+
+// The form in which a rank sends its shard's contents to rank 0, and back.
+nlohmann::json shard_contents_to_json(const ShardContents& shard);
+ShardContents shard_contents_from_json(const nlohmann::json& json);
+
+}  // namespace meshtrain

@@ -1,0 +1,134 @@
+#include "checkpoint/checkpoint_reader.h"
+
+#include <filesystem>
+
+#include "checkpoint/checkpoint_directory.h"
+#include "checkpoint/durable_files.h"
+#include "checkpoint/shard_reader.h"
+#include "core/error.h"
+#include "mesh/box_copy.h"
+#include "mesh/box_runs.h"
+
+namespace meshtrain {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+CheckpointIndex load_index(const std::string& path) {
+  const fs::path marker = fs::path(path) / kCheckpointCompleteMarker;
+  std::error_code error;
+  if (!fs::is_regular_file(marker, error))
+    throw IoError(detail::concat("checkpoint '", path, "' is incomplete: no '",
+                                 kCheckpointCompleteMarker, "' marker (an interrupted save?)"));
+  const std::string index_path = (fs::path(path) / kCheckpointIndexFile).string();
+  const std::string text = read_small_file(index_path);
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw IoError(detail::concat("checkpoint index '", index_path, "' is not valid JSON (",
+                                 text.size(), " bytes; truncated or corrupted?): ", e.what()));
+  }
+  return index_from_json(json, index_path);
+}
+
+}  // namespace
+
+std::optional<std::string> latest_checkpoint(const std::string& dir) {
+  const auto found = complete_checkpoints(dir);
+  if (found.empty()) return std::nullopt;
+  return found.back().second;
+}
+
+CheckpointReader::CheckpointReader(std::string path)
+    : path_(std::move(path)), index_(load_index(path_)) {}
+
+CheckpointReader::~CheckpointReader() = default;
+
+std::vector<std::string> CheckpointReader::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, tensor] : index_.tensors) out.push_back(name);
+  return out;
+}
+
+bool CheckpointReader::contains(std::string_view name) const {
+  return index_.tensors.find(name) != index_.tensors.end();
+}
+
+const IndexedTensor& CheckpointReader::tensor(std::string_view name) const {
+  const auto it = index_.tensors.find(name);
+  if (it == index_.tensors.end())
+    throw InvalidArgument(detail::concat("checkpoint '", path_, "' has no tensor '", name,
+                                         "' (it holds ", index_.tensors.size(), " tensors)"));
+  return it->second;
+}
+
+const Shape& CheckpointReader::global_shape(std::string_view name) const {
+  return tensor(name).shape;
+}
+
+ShardReader& CheckpointReader::shard(std::string_view tensor, const std::string& file) {
+  auto& slot = shards_[file];
+  if (!slot) {
+    try {
+      slot = std::make_unique<ShardReader>((fs::path(path_) / file).string(), index_.files.at(file),
+                                           index_.chunk_bytes);
+    } catch (const IoError& e) {
+      shards_.erase(file);
+      throw IoError(
+          detail::concat("checkpoint '", path_, "': reading tensor '", tensor, "': ", e.what()));
+    }
+  }
+  return *slot;
+}
+
+void CheckpointReader::read(std::string_view name, const Shape& global_shape, const Tensor& local,
+                            const std::vector<LocalPiece>& pieces) {
+  const IndexedTensor& stored = tensor(name);
+  MT_CHECK(stored.shape == global_shape, "checkpoint '", path_, "': tensor '", name,
+           "' is stored with shape ", shape_string(stored.shape), ", the caller expects ",
+           shape_string(global_shape));
+  MT_CHECK(local.dtype() == DType::f32, "checkpoint read of '", name,
+           "': the local tensor must be f32, got ", local.describe());
+  const Tensor host = local.device().is_cpu() ? local : Tensor::empty(local.shape());
+  fill_from_boxes(host, pieces,
+                  [&](const TensorSlice& box, const Tensor& out) { read_box(name, box, out); });
+  if (!local.device().is_cpu()) local.copy_from(host);
+}
+
+void CheckpointReader::read_box(std::string_view name, const TensorSlice& box, const Tensor& out) {
+  const IndexedTensor& stored = tensor(name);
+  MT_CHECK(out.device().is_cpu() && out.dtype() == DType::f32 && out.shape() == box.shape,
+           "checkpoint read of '", name, "': out must be host f32", shape_string(box.shape),
+           ", got ", out.describe());
+  bool inside = box.offset.size() == stored.shape.size() && box.shape.size() == stored.shape.size();
+  for (size_t d = 0; inside && d < box.shape.size(); ++d)
+    inside =
+        box.offset[d] >= 0 && box.shape[d] >= 0 && box.offset[d] + box.shape[d] <= stored.shape[d];
+  MT_CHECK(inside, "checkpoint read of '", name, "': box at ", shape_string(box.offset),
+           " of shape ", shape_string(box.shape), " leaves the tensor's ",
+           shape_string(stored.shape));
+  for (const StoredSlice& slice : stored.slices) {
+    const TensorSlice part = intersect(box, slice.box);
+    if (box_empty(part)) continue;
+    ShardReader& reader = shard(name, slice.file);
+    if (part == box) {
+      reader.read(name, slice, part, out.data<float>());
+      continue;
+    }
+    const Tensor values = Tensor::empty(part.shape);
+    reader.read(name, slice, part, values.data<float>());
+    Shape at = part.offset;
+    for (size_t d = 0; d < at.size(); ++d) at[d] -= box.offset[d];
+    copy_box(out, at, values, Shape(at.size(), 0), part.shape);
+  }
+}
+
+uint64_t CheckpointReader::bytes_read() const {
+  uint64_t total = 0;
+  for (const auto& [file, reader] : shards_) total += reader->bytes_read();
+  return total;
+}
+
+}  // namespace meshtrain

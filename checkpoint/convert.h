@@ -1,0 +1,25 @@
+// Conversions between a checkpoint and one safetensors file, the form Hugging Face tools and
+// `meshtrain` model loading read: export of the model's tensors, and import as a one-rank
+// checkpoint that any mesh then loads. Both hold one tensor in memory at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace meshtrain {
+
+// Writes every tensor of `checkpoint` (a step-N directory) whose name does not start with
+// `skip_prefix` (the optimizer state by default) to `file` as F32, with the metadata
+// {"format": "pt"} that Hugging Face loaders expect.
+void checkpoint_to_safetensors(const std::string& checkpoint, const std::string& file,
+                               std::string_view skip_prefix = "optimizer.");
+
+// Writes the tensors of `file` (F32 or BF16, stored as F32) as the one-rank checkpoint
+// dir/step-N, published atomically like any save, and returns its path.
+std::string safetensors_to_checkpoint(const std::string& file, const std::string& dir, int64_t step,
+                                      const nlohmann::json& metadata);
+
+}  // namespace meshtrain
