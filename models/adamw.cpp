@@ -26,8 +26,17 @@ void AdamW::allocate_state(const std::vector<OptimizerSlot>& slots) {
   }
 }
 
-void AdamW::step(const std::vector<OptimizerSlot>& slots, float lr) {
+void AdamW::prepare_state(const std::vector<OptimizerSlot>& slots) {
   if (state_.empty()) allocate_state(slots);
+}
+
+void AdamW::set_steps_taken(int64_t steps) {
+  MT_CHECK_GE(steps, 0, "AdamW: a step count");
+  steps_ = steps;
+}
+
+void AdamW::step(const std::vector<OptimizerSlot>& slots, float lr) {
+  prepare_state(slots);
   MT_CHECK_EQ(slots.size(), state_.size(),
               "AdamW::step: the slots must be those of the first step");
   ++steps_;

@@ -27,6 +27,11 @@ class AdamW {
   void step(const std::vector<OptimizerSlot>& slots, float lr);
   int64_t steps_taken() const { return steps_; }
 
+  // Allocates the (zero) moments for `slots` as the first step would, if it has not run: a
+  // checkpoint then saves or restores them before any step.
+  void prepare_state(const std::vector<OptimizerSlot>& slots);
+  // The step count a restored run continues from (the bias correction depends on it).
+  void set_steps_taken(int64_t steps);
   // The moments of slot i, for checkpoints and tests (undefined before the first step).
   const Tensor& exp_avg(size_t i) const { return state_.at(i).exp_avg; }
   const Tensor& exp_avg_sq(size_t i) const { return state_.at(i).exp_avg_sq; }

@@ -10,5 +10,6 @@ void add_train_command(CLI::App& app);
 void add_prepare_command(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);
+void add_convert_command(CLI::App& app);
 
 }  // namespace meshtrain

@@ -1,4 +1,4 @@
-// meshtrain: the command line. Subcommands: train, prepare, info, schedule.
+// meshtrain: the command line. Subcommands: train, prepare, info, schedule, convert.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -13,11 +13,15 @@ int main(int argc, char** argv) {
   meshtrain::add_prepare_command(app);
   meshtrain::add_info_command(app);
   meshtrain::add_schedule_command(app);
+  meshtrain::add_convert_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const meshtrain::Error& e) {
+    std::cerr << "meshtrain: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {  // a library's own error (JSON, the filesystem, memory)
     std::cerr << "meshtrain: error: " << e.what() << "\n";
     return 1;
   }

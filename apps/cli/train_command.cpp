@@ -6,6 +6,7 @@
 #include "apps/cli/commands.h"
 #include "apps/train/checkpoint_config.h"
 #include "apps/train/run_training.h"
+#include "apps/train/training_checkpoint.h"
 #include "core/error.h"
 #include "core/parse_integer.h"
 
@@ -15,7 +16,7 @@ namespace {
 
 struct TrainFlags {
   TrainConfig config;
-  std::string model = "demo";
+  std::string model;  // empty: "demo", or the model of the checkpoint resumed from
   int64_t vocab = 0, ctx = 0, dim = 0, layers = 0, heads = 0;  // 0: from the preset or file
   std::string backend = "local";
   std::string mesh;
@@ -48,13 +49,28 @@ constexpr PluginFlag kPluginFlags[] = {
 
 void apply(TrainFlags& f) {
   TrainConfig& c = f.config;
-  if (!c.init_path.empty()) {
+  const bool init_checkpoint = !c.init_path.empty() && is_checkpoint_path(c.init_path);
+  if (!c.resume_dir.empty() || init_checkpoint) {
+    const char* flag = init_checkpoint ? "--init" : "--resume";
+    const CheckpointReader reader(find_checkpoint(init_checkpoint ? c.init_path : c.resume_dir, flag));
+    c.model = checkpoint_model(reader);
+    // A resume takes the given sizes too, and the trainer names any difference.
+    MT_CHECK(!init_checkpoint || (f.model.empty() && !f.vocab && !f.ctx && !f.dim && !f.layers &&
+                                  !f.heads),
+             "--init takes the model from the checkpoint; drop --model and the size flags");
+    if (!f.model.empty()) c.model = gpt2_preset(f.model);
+    if (f.vocab) c.model.vocab = f.vocab;
+    if (f.ctx) c.model.ctx = f.ctx;
+    if (f.dim) c.model.dim = f.dim;
+    if (f.layers) c.model.layers = f.layers;
+    if (f.heads) c.model.heads = f.heads;
+  } else if (!c.init_path.empty()) {
     MT_CHECK(f.heads > 0, "--init needs --heads (safetensors files do not record the head count)");
     MT_CHECK(!f.vocab && !f.ctx && !f.dim && !f.layers, "--init takes the model's sizes from the "
              "file; drop --vocab, --ctx, --dim and --layers");
     c.model = gpt2_config_from_checkpoint(c.init_path, f.heads);
   } else {
-    c.model = gpt2_preset(f.model);
+    c.model = gpt2_preset(f.model.empty() ? "demo" : f.model);
     if (f.vocab) c.model.vocab = f.vocab;
     if (f.ctx) c.model.ctx = f.ctx;
     if (f.dim) c.model.dim = f.dim;
@@ -71,7 +87,7 @@ void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train GPT-2 on a device mesh");
   auto f = std::make_shared<TrainFlags>();
   TrainConfig& c = f->config;
-  cmd->add_option("--model", f->model, "model preset (see meshtrain info)")->capture_default_str();
+  cmd->add_option("--model", f->model, "model preset (see meshtrain info; default demo)");
   // Sizes must be positive when given (0 would otherwise read as "not given").
   const CLI::Validator positive(
       [](std::string& value) {
@@ -89,7 +105,10 @@ void add_train_command(CLI::App& app) {
       ->check(positive);
   cmd->add_option("--heads", f->heads, "attention heads (overrides the preset)")
       ->check(positive);
-  cmd->add_option("--init", c.init_path, "start from a safetensors file")->check(CLI::ExistingFile);
+  cmd->add_option("--init", c.init_path,
+                  "start from a safetensors file or a checkpoint's parameters (a step-N folder, "
+                  "or a --checkpoint-dir folder: its newest)")
+      ->check(CLI::ExistingPath);
   cmd->add_option("--data", c.data_path, "token file (meshtrain prepare makes one)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -109,6 +128,17 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--seed", c.seed, "initialisation and sampling seed")->capture_default_str();
   cmd->add_option("--save", c.save_path, "write the trained model (safetensors)");
   cmd->add_option("--metrics", c.metrics_path, "write per-step metrics (JSON lines)");
+  cmd->add_option("--checkpoint-dir", c.checkpoint_dir,
+                  "write distributed checkpoints here (docs/checkpoint.md); each rank writes "
+                  "only its own shards");
+  cmd->add_option("--checkpoint-every", c.checkpoint_every,
+                  "steps between checkpoints (0: only after the last step)")
+      ->capture_default_str();
+  cmd->add_option("--keep", c.keep, "newest checkpoints to keep (0: all)")->capture_default_str();
+  cmd->add_option("--resume", c.resume_dir,
+                  "resume from the newest complete checkpoint in this folder: parameters, AdamW "
+                  "state, step and data position (--steps stays the run's total)")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--world", c.world, "number of ranks")->capture_default_str();
   cmd->add_option("--backend", f->backend, "local, mpi or nccl")->capture_default_str();
   cmd->add_option("--mesh", f->mesh,

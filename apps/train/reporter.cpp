@@ -39,7 +39,8 @@ std::string format_duration(double seconds) {
 TrainReporter::TrainReporter(const TrainConfig& config, std::ostream& out, bool interactive)
     : config_(config), out_(out), interactive_(interactive) {
   if (!config_.metrics_path.empty()) {
-    metrics_.open(config_.metrics_path);
+    metrics_.open(config_.metrics_path,
+                  config_.resume_dir.empty() ? std::ios::trunc : std::ios::app);
     if (!metrics_) throw IoError("cannot write the metrics file '" + config_.metrics_path + "'");
   }
 }
@@ -63,7 +64,8 @@ void TrainReporter::start(const std::string& mesh, const std::string& plan, int6
 void TrainReporter::print_progress(const StepMetrics& m) {
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const double eta = elapsed / (m.step + 1) * (config_.steps - m.step - 1);
+  const double eta = elapsed / static_cast<double>(m.step + 1 - first_step_) *
+                     static_cast<double>(config_.steps - m.step - 1);
   char line[256];
   std::snprintf(line, sizeof line,
                 "step %5lld/%lld | loss %.4f | %8.0f tok/s | comm %s exposed %.1f ms | "
@@ -79,8 +81,11 @@ void TrainReporter::print_progress(const StepMetrics& m) {
 }
 
 void TrainReporter::on_step(const StepMetrics& m) {
-  if (m.step == 0) first_loss_ = m.loss;
-  if (m.step > 0) {  // the first step warms caches and allocators
+  if (!seen_step_) {
+    seen_step_ = true;
+    first_step_ = m.step;
+    first_loss_ = m.loss;
+  } else {  // the first step warms caches and allocators
     tokens_per_s_sum_ += m.tokens_per_s;
     ++timed_steps_;
   }
@@ -105,17 +110,29 @@ void TrainReporter::on_step(const StepMetrics& m) {
   }
   if (config_.quiet) return;
   const int64_t every = std::max<int64_t>(1, config_.steps / 20);
-  if (interactive_ || (m.step + 1) % every == 0 || m.step == 0 || m.step + 1 == config_.steps)
+  if (interactive_ || (m.step + 1) % every == 0 || m.step == first_step_ ||
+      m.step + 1 == config_.steps)
     print_progress(m);
+}
+
+void TrainReporter::note(const std::string& text) {
+  if (config_.quiet) return;
+  if (interactive_ && seen_step_) out_ << "\n";  // keep the progress line
+  out_ << text << "\n" << std::flush;
 }
 
 void TrainReporter::finish(const std::string& sample) {
   if (config_.quiet) return;
+  if (!seen_step_) {
+    out_ << "done: no steps left to train (--steps " << config_.steps << ")\n";
+    out_.flush();
+    return;
+  }
   if (interactive_) out_ << "\n";
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  out_ << "done: loss " << first_loss_ << " -> " << last_.loss << " in " << config_.steps
-       << " steps, " << format_duration(elapsed) << ", "
+  out_ << "done: loss " << first_loss_ << " -> " << last_.loss << " in "
+       << last_.step + 1 - first_step_ << " steps, " << format_duration(elapsed) << ", "
        << static_cast<int64_t>(timed_steps_ ? tokens_per_s_sum_ / timed_steps_ : last_.tokens_per_s)
        << " tok/s on average\n";
   out_ << "memory per rank (peak of the last step):";

@@ -1,6 +1,6 @@
 // TrainReporter: what rank 0 tells the user during a run — a progress line (redrawn in place on a
 // terminal, one line every few steps otherwise), the metrics file (JSON lines, one object per
-// step) and the closing summary.
+// step; a resumed run appends to it) and the closing summary.
 #pragma once
 
 #include <chrono>
@@ -19,6 +19,8 @@ class TrainReporter {
   // `plan`: the strategies and their axes (ParallelPlan::describe).
   void start(const std::string& mesh, const std::string& plan, int64_t parameters);
   void on_step(const StepMetrics& m);
+  // A line between progress reports: a checkpoint written, a resume.
+  void note(const std::string& text);
   void finish(const std::string& sample);
 
  private:
@@ -29,6 +31,8 @@ class TrainReporter {
   bool interactive_;
   std::ofstream metrics_;
   std::chrono::steady_clock::time_point start_;
+  bool seen_step_ = false;
+  int64_t first_step_ = 0;  // a resumed run starts past 0
   double first_loss_ = 0.0;
   StepMetrics last_;
   double tokens_per_s_sum_ = 0.0;

@@ -23,10 +23,19 @@ std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& wor
   if (reporter)
     reporter->start(trainer.mesh().layout().to_string(), trainer.plan().describe(),
                     trainer.model().config().num_parameters());
+  if (reporter && !trainer.resumed_from().empty())
+    reporter->note("resumed from " + trainer.resumed_from() + " at step " +
+                   std::to_string(trainer.steps_done()));
   std::vector<StepMetrics> steps;
-  for (int64_t s = 0; s < config.steps; ++s) {
+  while (trainer.steps_done() < config.steps) {
     steps.push_back(trainer.step());
     if (reporter) reporter->on_step(steps.back());
+    const int64_t done = trainer.steps_done();
+    const bool due = config.checkpoint_every > 0 && done % config.checkpoint_every == 0;
+    if (!config.checkpoint_dir.empty() && (due || done == config.steps)) {
+      const std::string path = trainer.save_checkpoint();
+      if (reporter) reporter->note("checkpoint " + path);
+    }
   }
   if (!config.save_path.empty()) trainer.save(config.save_path);
   std::string sample;

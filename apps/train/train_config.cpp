@@ -60,6 +60,12 @@ void TrainConfig::validate() const {
   MT_CHECK_GE(clip, 0.f, "--clip must not be negative");
   MT_CHECK_GE(world, 1, "--world must be at least 1");
   check_output_path(save_path, "--save");
+  MT_CHECK_GE(checkpoint_every, 0, "--checkpoint-every must not be negative");
+  MT_CHECK_GE(keep, 0, "--keep must not be negative");
+  MT_CHECK(!checkpoint_dir.empty() || (checkpoint_every == 0 && keep == 0),
+           "--checkpoint-every and --keep need --checkpoint-dir");
+  MT_CHECK(resume_dir.empty() || init_path.empty(),
+           "--init and --resume exclude each other: a resume restores the parameters itself");
   check_output_path(metrics_path, "--metrics");
   const MeshLayout layout = effective_mesh();
   layout.check_world_size(world);

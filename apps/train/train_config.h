@@ -18,7 +18,9 @@ std::string_view backend_name(BackendKind kind);
 
 struct TrainConfig {
   GPT2Config model = gpt2_preset("demo");
-  std::string init_path;  // safetensors to start from (empty: initialise from the seed)
+  // Weights to start from: a safetensors file, or a checkpoint (a step directory, or a folder whose
+  // newest complete checkpoint is taken); empty: initialise from the seed.
+  std::string init_path;
   std::string data_path;  // llm.c token file
   int64_t steps = 100;
   int64_t batch = 8;       // global sequences per optimizer step
@@ -29,6 +31,14 @@ struct TrainConfig {
   float clip = 0.0f;  // max global gradient norm; 0 disables clipping
   uint64_t seed = 1337;
   std::string save_path;     // safetensors of the trained model (written by rank 0)
+  // Distributed checkpoints (docs/checkpoint.md): written to checkpoint_dir every
+  // checkpoint_every steps (0: only after the last step), keeping the newest `keep` (0: all).
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  int64_t keep = 0;
+  // Resumes from the newest complete checkpoint in this folder (or this step directory): the
+  // parameters, AdamW state, step and data position; `steps` stays the run's total.
+  std::string resume_dir;
   std::string metrics_path;  // JSON lines, one object per step
   int world = 1;
   BackendKind backend = BackendKind::local;

@@ -58,19 +58,40 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
     : config_(config), world_(world), memory_(memory), optimizer_(adamw_config(config)) {
   config_.validate();
   mesh_ = std::make_unique<DeviceMesh>(world_, config_.effective_mesh());
-  // Sharded initialisation: the model has no tensors, and each rank fills only its own pieces.
+  std::vector<uint16_t> tokens = read_token_file(config_.data_path);
+  data_ = fingerprint_tokens(tokens);
+
+  // Sharded initialisation: the model has no tensors, and each rank fills only its own pieces,
+  // from a checkpoint, a safetensors file or the seed.
   model_ = std::make_unique<GPT2>(config_.model, GPT2Options{.materialize = false});
+  std::unique_ptr<CheckpointReader> checkpoint;
   std::unique_ptr<ParameterSource> values;
-  if (config_.init_path.empty())
-    values = std::make_unique<Gpt2InitValues>(config_.model, config_.seed);
-  else
+  if (!config_.resume_dir.empty()) {
+    checkpoint = std::make_unique<CheckpointReader>(find_checkpoint(config_.resume_dir, "--resume"));
+    check_resumable(checkpoint->metadata(), config_, data_, checkpoint->path());
+  } else if (is_checkpoint_path(config_.init_path)) {
+    checkpoint = std::make_unique<CheckpointReader>(find_checkpoint(config_.init_path, "--init"));
+  }
+  if (checkpoint)
+    values = std::make_unique<CheckpointValues>(*checkpoint);
+  else if (!config_.init_path.empty())
     values = std::make_unique<SafetensorsValues>(config_.init_path, model_->parameters());
+  else
+    values = std::make_unique<Gpt2InitValues>(config_.model, config_.seed);
 
   build_plan(plan_, mesh_->layout(), config_);
   parallel_ = plan_.apply(*mesh_, *model_, values.get());
 
+  if (!config_.resume_dir.empty()) {
+    restore_optimizer(*checkpoint, *parallel_.state, optimizer_, *mesh_, *model_);
+    step_ = checkpoint->step();
+    MT_CHECK_LE(step_, config_.steps, "--resume ", checkpoint->path(),
+                ": the checkpoint is past --steps (the run's total)");
+    resumed_from_ = checkpoint->path();
+  }
+
   batches_ = std::make_unique<TokenBatches>(
-      read_token_file(config_.data_path), config_.model.vocab, config_.batch, config_.seq,
+      std::move(tokens), config_.model.vocab, config_.batch, config_.seq,
       mesh_->axis_size(mesh_axis::dp), mesh_->axis_rank(mesh_axis::dp));
 }
 
@@ -173,6 +194,17 @@ void Trainer::save(const std::string& path) {
     if (writer) writer->write(p.name(), value);
   });
   if (writer) writer->finish();
+}
+
+std::string Trainer::save_checkpoint(const std::function<void(const std::string&)>& after_file) {
+  MT_CHECK(!config_.checkpoint_dir.empty(), "save_checkpoint needs --checkpoint-dir");
+  CheckpointSaveOptions options;
+  options.keep = static_cast<int>(config_.keep);
+  options.after_file = after_file;
+  return meshtrain::save_checkpoint(
+      world_, config_.checkpoint_dir, step_,
+      stored_training_state(*parallel_.state, optimizer_, *mesh_, *model_),
+      run_metadata(config_, mesh_->layout(), data_, step_, optimizer_.steps_taken()), options);
 }
 
 std::string Trainer::sample(int64_t bytes, uint64_t seed) {

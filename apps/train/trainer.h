@@ -4,12 +4,14 @@
 // the same methods in the same order (SPMD).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "apps/train/step_metrics.h"
 #include "apps/train/train_config.h"
+#include "apps/train/training_checkpoint.h"
 #include "core/comm/communicator.h"
 #include "mesh/device_mesh.h"
 #include "models/adamw.h"
@@ -45,6 +47,11 @@ class Trainer {
   void gather_parameters(const ParameterVisitor& fn);
   // Collective: rank 0 writes the full model to a Hugging Face GPT-2 safetensors file.
   void save(const std::string& path);
+  // Collective: writes a distributed checkpoint of the run as it stands (after steps_done() steps)
+  // to config.checkpoint_dir and returns its path. `after_file` is save_checkpoint's test hook.
+  std::string save_checkpoint(const std::function<void(const std::string&)>& after_file = {});
+  // The checkpoint this run resumed from (empty for a fresh run).
+  const std::string& resumed_from() const { return resumed_from_; }
   // Collective: rank 0 returns text sampled from the trained model (byte-level models only);
   // other ranks return an empty string.
   std::string sample(int64_t bytes, uint64_t seed);
@@ -61,7 +68,9 @@ class Trainer {
   ParallelModel parallel_;
   std::unique_ptr<TokenBatches> batches_;
   AdamW optimizer_;
+  DataFingerprint data_;
   int64_t step_ = 0;
+  std::string resumed_from_;
 };
 
 }  // namespace meshtrain

@@ -1,0 +1,181 @@
+#include "apps/train/training_checkpoint.h"
+
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include "core/error.h"
+#include "parallel/grad_norm.h"
+
+namespace meshtrain {
+
+namespace {
+
+std::string hex(uint64_t value) {
+  static const char* digits = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, value >>= 4) out[static_cast<size_t>(i)] = digits[value & 15];
+  return out;
+}
+
+// Field `key` of `object` in `metadata`, or InvalidArgument naming the checkpoint.
+const nlohmann::json& field(const nlohmann::json& object, const std::string& key,
+                            const std::string& checkpoint) {
+  MT_CHECK(object.is_object() && object.contains(key), "checkpoint '", checkpoint,
+           "' was not written by a training run: its metadata has no '", key, "'");
+  return object.at(key);
+}
+
+// The slot's local tensor shaped by its layout, with the pieces it covers.
+struct SlotView {
+  const Parameter* param;
+  Shape shape;
+  std::vector<LocalPiece> pieces;
+};
+
+SlotView view_of(const OptimizerSlot& slot, const DeviceMesh& mesh,
+                 const std::map<std::string, const Parameter*>& params) {
+  const auto it = params.find(slot.name);
+  MT_CHECK(it != params.end(), "slot '", slot.name, "' is no parameter of the model");
+  const Shape& global = it->second->global_shape();
+  SlotView view{it->second, slot.layout.local_shape(global, mesh.layout(), mesh.rank()),
+                slot.layout.local_pieces(global, mesh.layout(), mesh.rank())};
+  MT_CHECK_EQ(shape_numel(view.shape), slot.param.numel(), "slot '", slot.name,
+              "' disagrees with its layout ", slot.layout.to_string());
+  return view;
+}
+
+std::map<std::string, const Parameter*> by_name(Model& model) {
+  std::map<std::string, const Parameter*> out;
+  for (const Parameter* p : model.parameters()) out[p->name()] = p;
+  return out;
+}
+
+bool owns(const OptimizerSlot& slot, const DeviceMesh& mesh) {
+  return !slot.tied_copy && counts_replica(slot.layout, mesh);
+}
+
+}  // namespace
+
+nlohmann::json model_metadata(const GPT2Config& m) {
+  return {{"vocab", m.vocab}, {"ctx", m.ctx}, {"dim", m.dim}, {"layers", m.layers},
+          {"heads", m.heads}};
+}
+
+std::string find_checkpoint(const std::string& path, std::string_view flag) {
+  if (std::filesystem::exists(std::filesystem::path(path) / "index.json")) return path;
+  MT_CHECK(std::filesystem::is_directory(path), flag, " '", path,
+           "': expected a checkpoint folder (written with --checkpoint-dir)");
+  const std::optional<std::string> latest = latest_checkpoint(path);
+  MT_CHECK(latest.has_value(), flag, " '", path, "': the folder holds no complete checkpoint");
+  return *latest;
+}
+
+bool is_checkpoint_path(const std::string& path) { return std::filesystem::is_directory(path); }
+
+GPT2Config checkpoint_model(const CheckpointReader& reader) {
+  const nlohmann::json& model = field(reader.metadata(), "model", reader.path());
+  GPT2Config config;
+  config.vocab = field(model, "vocab", reader.path()).get<int64_t>();
+  config.ctx = field(model, "ctx", reader.path()).get<int64_t>();
+  config.dim = field(model, "dim", reader.path()).get<int64_t>();
+  config.layers = field(model, "layers", reader.path()).get<int64_t>();
+  config.heads = field(model, "heads", reader.path()).get<int64_t>();
+  config.validate();
+  return config;
+}
+
+DataFingerprint fingerprint_tokens(const std::vector<uint16_t>& tokens) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (uint16_t token : tokens)
+    for (int byte = 0; byte < 2; ++byte) {
+      hash ^= (token >> (8 * byte)) & 0xffu;
+      hash *= 0x100000001b3ull;
+    }
+  return {static_cast<int64_t>(tokens.size()), hash};
+}
+
+std::string exp_avg_name(const std::string& param) { return "optimizer.exp_avg." + param; }
+std::string exp_avg_sq_name(const std::string& param) { return "optimizer.exp_avg_sq." + param; }
+
+nlohmann::json run_metadata(const TrainConfig& config, const MeshLayout& mesh,
+                            const DataFingerprint& data, int64_t step, int64_t optimizer_steps) {
+  return {{"step", step},
+          {"model", model_metadata(config.model)},
+          {"batch", config.batch},
+          {"seq", config.seq},
+          {"grad_accum", config.grad_accum},
+          {"data", {{"path", config.data_path}, {"tokens", data.tokens}, {"fnv1a64", hex(data.hash)}}},
+          {"seed", config.seed},
+          {"lr", {{"lr", config.lr.lr}, {"warmup_steps", config.lr.warmup_steps},
+                  {"decay_steps", config.lr.decay_steps}, {"min_lr", config.lr.min_lr}}},
+          {"weight_decay", config.weight_decay},
+          {"clip", config.clip},
+          {"optimizer", {{"name", "adamw"}, {"steps", optimizer_steps}}},
+          {"mesh", mesh.to_string()},
+          {"world", config.world}};
+}
+
+void check_resumable(const nlohmann::json& metadata, const TrainConfig& config,
+                     const DataFingerprint& data, const std::string& checkpoint) {
+  const nlohmann::json& model = field(metadata, "model", checkpoint);
+  const nlohmann::json wanted = model_metadata(config.model);
+  for (const auto& [key, value] : wanted.items())
+    MT_CHECK(field(model, key, checkpoint) == value, "--resume ", checkpoint,
+             ": the checkpoint's model has ", key, " ", field(model, key, checkpoint).dump(),
+             ", this run's has ", value.dump(), "; resume with the same model");
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"batch", config.batch},
+                                   {"seq", config.seq}})
+    MT_CHECK(field(metadata, key, checkpoint).get<int64_t>() == value, "--resume ", checkpoint,
+             ": the checkpoint was trained with --", key, " ",
+             field(metadata, key, checkpoint).dump(), ", this run asks for ", value,
+             "; the batch contract (global batch and sequence length) must stay the same");
+  const nlohmann::json& stored = field(metadata, "data", checkpoint);
+  const int64_t tokens = field(stored, "tokens", checkpoint).get<int64_t>();
+  const std::string hash = field(stored, "fnv1a64", checkpoint).get<std::string>();
+  MT_CHECK(tokens == data.tokens && hash == hex(data.hash), "--resume ", checkpoint,
+           ": the data differs: the checkpoint was trained on ", tokens, " tokens (FNV-1a ",
+           hash, ", from '", field(stored, "path", checkpoint).get<std::string>(), "'), --data '",
+           config.data_path, "' holds ", data.tokens, " tokens (FNV-1a ", hex(data.hash), ")");
+}
+
+std::vector<StoredTensor> stored_training_state(TrainableState& state, AdamW& optimizer,
+                                                const DeviceMesh& mesh, Model& model) {
+  const auto params = by_name(model);
+  std::vector<StoredTensor> out;
+  for (const OptimizerSlot& slot : state.held_slots()) {
+    if (!owns(slot, mesh)) continue;
+    const SlotView v = view_of(slot, mesh, params);
+    out.push_back({slot.name, v.param->global_shape(), slot.param.view(0, v.shape), v.pieces});
+  }
+  const std::vector<OptimizerSlot> slots = state.optimizer_slots();
+  optimizer.prepare_state(slots);  // zero moments before the first step
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (!owns(slots[i], mesh)) continue;
+    const SlotView v = view_of(slots[i], mesh, params);
+    out.push_back({exp_avg_name(slots[i].name), v.param->global_shape(),
+                   optimizer.exp_avg(i).view(0, v.shape), v.pieces});
+    out.push_back({exp_avg_sq_name(slots[i].name), v.param->global_shape(),
+                   optimizer.exp_avg_sq(i).view(0, v.shape), v.pieces});
+  }
+  return out;
+}
+
+void restore_optimizer(CheckpointReader& reader, TrainableState& state, AdamW& optimizer,
+                       const DeviceMesh& mesh, Model& model) {
+  const nlohmann::json& stored = field(reader.metadata(), "optimizer", reader.path());
+  optimizer.set_steps_taken(field(stored, "steps", reader.path()).get<int64_t>());
+  const auto params = by_name(model);
+  const std::vector<OptimizerSlot> slots = state.optimizer_slots();
+  optimizer.prepare_state(slots);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const SlotView v = view_of(slots[i], mesh, params);
+    const Shape& global = v.param->global_shape();
+    reader.read(exp_avg_name(slots[i].name), global, optimizer.exp_avg(i).view(0, v.shape),
+                v.pieces);
+    reader.read(exp_avg_sq_name(slots[i].name), global, optimizer.exp_avg_sq(i).view(0, v.shape),
+                v.pieces);
+  }
+}
+
+}  // namespace meshtrain
