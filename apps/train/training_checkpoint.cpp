@@ -123,7 +123,7 @@ void check_resumable(const nlohmann::json& metadata, const TrainConfig& config,
   for (const auto& [key, value] : wanted.items())
     MT_CHECK(field(model, key, checkpoint) == value, "--resume ", checkpoint,
              ": the checkpoint's model has ", key, " ", field(model, key, checkpoint).dump(),
-             ", this run's has ", value.dump(), "; resume with the same model");
+             ", this run's has ", key, " ", value.dump(), "; resume with the same model");
   for (const auto& [key, value] : {std::pair<const char*, int64_t>{"batch", config.batch},
                                    {"seq", config.seq}})
     MT_CHECK(field(metadata, key, checkpoint).get<int64_t>() == value, "--resume ", checkpoint,
