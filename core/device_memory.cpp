@@ -1,5 +1,9 @@
 #include "core/device_memory.h"
 
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -22,12 +26,12 @@ constexpr size_t kHostAlignment = 64;  // one cache line, enough for AVX-512 loa
 // reduce-scatter staging, full parameters and gradients, activations). From the system allocator
 // each would be mapped, faulted in page by page and unmapped again, which costs more than the
 // copies themselves; like a caching allocator, freed large blocks are kept by exact size and
-// handed out again. The cache is bounded; tensors' accounting is unaffected (trackers count what
-// tensors hold, not what the cache keeps).
+// handed out again. The cache is bounded (2 GiB, or 1/32 of the machine's memory when that is
+// less: it is resident memory no rank's tracker sees); tensors' accounting is unaffected
+// (trackers count what tensors hold, not what the cache keeps).
 class HostBlockCache {
  public:
   static constexpr size_t kMinBytes = size_t{1} << 20;
-  static constexpr size_t kMaxCachedBytes = size_t{2} << 30;
 
   void* take(size_t bytes) {
     std::lock_guard lock(mutex_);
@@ -40,20 +44,35 @@ class HostBlockCache {
   }
   bool give(void* ptr, size_t bytes) {
     std::lock_guard lock(mutex_);
-    if (cached_ + bytes > kMaxCachedBytes) return false;
+    if (cached_ + bytes > max_cached_) return false;
     free_[bytes].push_back(ptr);
     cached_ += bytes;
     return true;
   }
 
  private:
+  static size_t bound() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const size_t cap = size_t{2} << 30;
+    return pages > 0 && page > 0 ? std::min(cap, static_cast<size_t>(pages) * page / 32) : cap;
+  }
+
   std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   size_t cached_ = 0;
+  const size_t max_cached_ = bound();
 };
 
 HostBlockCache& host_cache() {
-  static HostBlockCache* cache = new HostBlockCache;  // never destroyed: frees may come late
+  static HostBlockCache* cache = [] {
+#ifdef M_MMAP_THRESHOLD
+    // Large blocks the cache does not keep go back to the system at once. glibc's dynamic
+    // threshold would instead move blocks of up to 32 MiB into per-thread arenas, which many rank
+    // threads fragment (measured: 3.6 GB more resident memory for gpt2-large on 8 local ranks).
+    mallopt(M_MMAP_THRESHOLD, static_cast<int>(HostBlockCache::kMinBytes));
+#endif
+    return new HostBlockCache;  // never destroyed: frees may come late
+  }();
   return *cache;
 }
 
