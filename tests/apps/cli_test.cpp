@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "models/safetensors.h"
 #include "models/token_file.h"
 #include "tests/apps/apps_test_support.h"
 
@@ -133,6 +134,53 @@ TEST_F(Cli, ShortTrainRunWritesMetrics) {
   ASSERT_EQ(lines.size(), 3u);
   for (size_t i = 0; i < lines.size(); ++i)
     EXPECT_EQ(nlohmann::json::parse(lines[i])["step"].get<int64_t>(), static_cast<int64_t>(i));
+}
+
+std::map<std::string, std::vector<float>> tensors_of(const std::string& path) {
+  SafetensorsReader reader(path);
+  std::map<std::string, std::vector<float>> out;
+  for (const SafetensorsEntry& e : reader.entries()) {
+    const Tensor value = Tensor::empty(e.shape);
+    reader.read(e.name, value);
+    out[e.name] = value.to_vector();
+  }
+  return out;
+}
+
+// The checkpoint workflow through the binary: train with checkpoints, resume on another mesh
+// (the model comes from the checkpoint), convert the newest step to one Hugging Face file (the
+// same parameters --save writes) and back, and start a new run from the converted checkpoint.
+TEST_F(Cli, CheckpointResumeAndConvert) {
+  const std::string ckpt = dir_.file("ckpt"), saved = dir_.file("saved.safetensors");
+  const std::string common = "train --data '" + tokens_ + "' --model demo --batch 4 --seq 16 --sample 0";
+  CliResult r = run_cli(dir_, common + " --steps 2 --world 2 --checkpoint-dir '" + ckpt + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("checkpoint " + ckpt + "/step-00000002"));
+  r = run_cli(dir_, "train --data '" + tokens_ + "' --batch 4 --seq 16 --sample 0 --steps 4 "
+                    "--world 4 --mesh dp_shard=2,tp=2 --resume '" + ckpt + "' --save '" + saved + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("resumed from " + ckpt + "/step-00000002 at step 2"));
+  EXPECT_THAT(r.out, HasSubstr("in 2 steps"));
+
+  const std::string resumed_ckpt = dir_.file("ckpt2");
+  r = run_cli(dir_, common + " --steps 4 --world 4 --mesh dp_shard=2,tp=2 --resume '" + ckpt +
+                        "' --checkpoint-dir '" + resumed_ckpt + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string exported = dir_.file("exported.safetensors");
+  r = run_cli(dir_, "convert '" + resumed_ckpt + "' '" + exported + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(tensors_of(exported), tensors_of(saved)) << "convert and --save write the same model";
+  EXPECT_EQ(SafetensorsReader(exported).metadata().at("format"), "pt");
+
+  const std::string imported = dir_.file("imported");
+  r = run_cli(dir_, "convert '" + exported + "' '" + imported + "' --heads 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli(dir_, "train --data '" + tokens_ + "' --batch 4 --seq 16 --sample 0 --steps 1 "
+                    "--init '" + imported + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli(dir_, common + " --steps 4 --dim 32 --resume '" + ckpt + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("this run's has dim 32"));
 }
 
 }  // namespace
