@@ -188,14 +188,14 @@ void linear_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor& d
   args.compute("in", in);
   args.compute("weight", weight);
   args.compute("d_out", d_out);
-  args.compute("d_weight", d_weight);
+  const bool has_d_weight = args.optional_compute("d_weight", d_weight);
   const bool has_d_in = args.optional_compute("d_in", d_in);
   const bool has_d_bias = args.optional_compute("d_bias", d_bias);
   args.shape("weight", weight, "[in, out]", {kAny, kAny});
   const int64_t in_features = weight.dim(0), out_features = weight.dim(1);
   const int64_t rows = args.rows("in", in, "[N, in]", in_features);
   args.rows_like("d_out", d_out, "[N, out]", rows, out_features);
-  args.shape("d_weight", d_weight, "[in, out] like weight", weight.shape());
+  if (has_d_weight) args.shape("d_weight", d_weight, "[in, out] like weight", weight.shape());
   if (has_d_in) args.rows_like("d_in", d_in, "[N, in] like in", rows, in_features);
   if (has_d_bias) args.shape("d_bias", d_bias, "[out]", {out_features});
   MT_DISPATCH(args, linear_backward, d_in, d_weight, d_bias, d_out, in, weight);

@@ -10,6 +10,10 @@ Tensor grad_target(const Parameter& param) {
   return Tensor::zeros(value.shape(), value.dtype(), value.device());
 }
 
+Tensor grad_or_none(const Parameter* param) {
+  return param && param->requires_grad() ? param->grad() : Tensor();
+}
+
 Tensor activation_like(const Tensor& like, const Shape& shape) {
   return Tensor::empty(shape, like.dtype(), like.device());
 }

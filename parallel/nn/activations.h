@@ -7,8 +7,10 @@
 namespace meshtrain::nn {
 
 // Where backward accumulates a parameter's gradient: its grad, or for a frozen parameter a
-// zeroed scratch tensor that is dropped (the kernels always write a weight gradient).
+// zeroed scratch tensor that is dropped (for kernels that always write one, like LayerNorm's).
 Tensor grad_target(const Parameter& param);
+// Its grad, or undefined for a frozen (or absent) parameter: the kernel skips that gradient.
+Tensor grad_or_none(const Parameter* param);
 
 // An activation shaped like `shape`, with the dtype and device of `like` (a parameter's value),
 // so that compute follows wherever the strategy put the parameters.

@@ -58,16 +58,16 @@ Tensor Linear::backward(const Tensor& d_y, Tape& tape, Tape* deferred) {
     deferred->push(in);
     deferred->push(d_out);
   } else {
-    ops::linear_backward(d_in, grad_target(*weight_), bias_ ? grad_target(*bias_) : Tensor(),
-                         d_out, in, weight_->value());
+    ops::linear_backward(d_in, grad_or_none(weight_), grad_or_none(bias_), d_out, in,
+                         weight_->value());
   }
   return mode_ == Mode::colwise ? tp_.enter_backward(d_in) : d_in;
 }
 
 void Linear::backward_weight(Tape& deferred) {
   const Tensor d_out = deferred.pop(), in = deferred.pop();
-  ops::linear_backward(Tensor(), grad_target(*weight_), bias_ ? grad_target(*bias_) : Tensor(),
-                       d_out, in, weight_->value());
+  ops::linear_backward(Tensor(), grad_or_none(weight_), grad_or_none(bias_), d_out, in,
+                       weight_->value());
 }
 
 }  // namespace meshtrain::nn

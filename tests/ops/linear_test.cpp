@@ -58,6 +58,17 @@ TEST(OpsLinear, BackwardMatchesFiniteDifferences) {
   test::expect_grad_near(d_bias, test::numeric_grad(bias, loss), "d_bias");
 }
 
+// A frozen weight: no weight gradient is asked for, and the input gradient is the same.
+TEST(OpsLinear, BackwardWithoutAWeightGradient) {
+  const Tensor in = random_tensor({kRows, kIn}, 1);
+  const Tensor weight = random_tensor({kIn, kOut}, 2);
+  const Tensor d_out = random_tensor({kRows, kOut}, 4);
+  const Tensor full = Tensor::empty({kRows, kIn}), input_only = Tensor::empty({kRows, kIn});
+  ops::linear_backward(full, Tensor::zeros({kIn, kOut}), Tensor(), d_out, in, weight);
+  ops::linear_backward(input_only, Tensor(), Tensor(), d_out, in, weight);
+  EXPECT_EQ(input_only.to_vector(), full.to_vector());
+}
+
 TEST(OpsLinear, BackwardAccumulatesParameterGradients) {
   const Tensor in = random_tensor({kRows, kIn}, 1);
   const Tensor weight = random_tensor({kIn, kOut}, 2);

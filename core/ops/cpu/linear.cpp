@@ -28,8 +28,9 @@ void linear_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor& d
   if (d_in.defined())
     sgemm(false, true, rows, in_features, out_features, 1.0f, dy, out_features,
           weight.data<float>(), out_features, 0.0f, d_in.data<float>(), in_features);
-  sgemm(true, false, in_features, out_features, rows, 1.0f, in.data<float>(), in_features, dy,
-        out_features, 1.0f, d_weight.data<float>(), out_features);
+  if (d_weight.defined())
+    sgemm(true, false, in_features, out_features, rows, 1.0f, in.data<float>(), in_features, dy,
+          out_features, 1.0f, d_weight.data<float>(), out_features);
   if (d_bias.defined()) {
     float* db = d_bias.data<float>();
     for (int64_t r = 0; r < rows; ++r) {

@@ -55,9 +55,9 @@ void linear_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor& d
   if (d_in.defined())  // d_in = d_out @ weight^T
     gemm(rows, in_features, out_features, false, true, 1.0f, matrix(d_out, out_features),
          matrix(weight, out_features), 0.0f, matrix(d_in, in_features));
-  // d_weight += in^T @ d_out
-  gemm(in_features, out_features, rows, true, false, 1.0f, matrix(in, in_features),
-       matrix(d_out, out_features), 1.0f, matrix(d_weight, out_features));
+  if (d_weight.defined())  // d_weight += in^T @ d_out
+    gemm(in_features, out_features, rows, true, false, 1.0f, matrix(in, in_features),
+         matrix(d_out, out_features), 1.0f, matrix(d_weight, out_features));
   if (d_bias.defined()) {
     dispatch_float(d_out.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
