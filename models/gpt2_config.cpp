@@ -30,6 +30,10 @@ void GPT2Config::validate() const {
            " and heads = ", heads);
   // Token ids travel as i32 and token files store uint16.
   MT_CHECK(vocab <= 65536, "GPT2Config: vocab must be <= 65536 (uint16 token files), got ", vocab);
+  // Sizes are multiplied into element counts: bound them so that no count overflows.
+  MT_CHECK(ctx <= (int64_t{1} << 20), "GPT2Config: ctx must be <= 1048576, got ", ctx);
+  MT_CHECK(dim <= (int64_t{1} << 16), "GPT2Config: dim must be <= 65536, got ", dim);
+  MT_CHECK(layers <= 4096, "GPT2Config: layers must be <= 4096, got ", layers);
 }
 
 int64_t GPT2Config::num_parameters() const {

@@ -1,7 +1,10 @@
 #include "apps/train/train_config.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 
+#include "apps/train/run_estimate.h"
 #include "core/error.h"
 #include "mesh/axis_names.h"
 #include "plugins/builtin_strategies.h"
@@ -26,13 +29,44 @@ std::string_view backend_name(BackendKind kind) {
 }
 
 namespace {
-// An output file is written at the end of a run (or by rank 0 only): check its folder up front, so
-// a typo fails before training rather than after it.
-void check_output_path(const std::string& path, const char* flag) {
-  if (path.empty()) return;
+std::string folder_of(const std::string& path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  MT_CHECK(parent.empty() || std::filesystem::is_directory(parent), flag, ": the folder '",
-           parent.string(), "' does not exist");
+  return parent.empty() ? "." : parent.string();
+}
+
+// An output is written after training (or as it goes): check it before the first step, so a typo,
+// a directory in the way or a full disk fails now rather than after the run.
+void check_output_file(const std::string& path, const char* flag, double bytes) {
+  if (path.empty()) return;
+  const std::string folder = folder_of(path);
+  MT_CHECK(std::filesystem::is_directory(folder), flag, ": the folder '", folder,
+           "' does not exist");
+  MT_CHECK(!std::filesystem::is_directory(path), flag, " '", path,
+           "' is a directory; expected the path of a file to write");
+  MT_CHECK(access(folder.c_str(), W_OK) == 0, flag, ": the folder '", folder, "' is not writable");
+  const double free = free_disk_bytes(folder);
+  MT_CHECK(free < 0 || free >= bytes, flag, ": the file system of '", folder, "' has ",
+           static_cast<int64_t>(free / (1 << 20)), " MiB free, the file needs about ",
+           static_cast<int64_t>(bytes / (1 << 20)), " MiB");
+}
+
+void check_output_folder(const std::string& dir, const char* flag, double bytes) {
+  if (dir.empty()) return;
+  if (std::filesystem::exists(dir)) {
+    MT_CHECK(std::filesystem::is_directory(dir), flag, " '", dir, "' exists and is not a folder");
+    MT_CHECK(access(dir.c_str(), W_OK) == 0, flag, ": the folder '", dir, "' is not writable");
+    const double free = free_disk_bytes(dir);
+    MT_CHECK(free < 0 || free >= bytes, flag, ": the file system of '", dir, "' has ",
+             static_cast<int64_t>(free / (1 << 20)), " MiB free, a checkpoint needs about ",
+             static_cast<int64_t>(bytes / (1 << 20)), " MiB");
+    return;
+  }
+  check_output_file(dir, flag, bytes);  // created by the first save: its folder must take it
+}
+
+// Sizes are multiplied into element counts and byte counts: bound each one first.
+void check_range(int64_t value, int64_t most, const char* flag) {
+  MT_CHECK(value <= most, flag, " ", value, " is out of range; at most ", most);
 }
 }  // namespace
 
@@ -59,14 +93,21 @@ void TrainConfig::validate() const {
   MT_CHECK_GE(weight_decay, 0.f, "--wd must not be negative");
   MT_CHECK_GE(clip, 0.f, "--clip must not be negative");
   MT_CHECK_GE(world, 1, "--world must be at least 1");
-  check_output_path(save_path, "--save");
+  MT_CHECK_GT(timeout_s, 0, "--timeout must be positive (seconds)");
+  check_range(batch, int64_t{1} << 24, "--batch");
+  check_range(steps, int64_t{1} << 40, "--steps");
+  check_range(grad_accum, batch, "--grad-accum");
+  check_range(world, 1 << 16, "--world");
+  const double params = static_cast<double>(model.num_parameters());
+  check_output_file(save_path, "--save", 4.0 * params);
+  check_output_file(metrics_path, "--metrics", 0.0);
+  check_output_folder(checkpoint_dir, "--checkpoint-dir", 12.0 * params);
   MT_CHECK_GE(checkpoint_every, 0, "--checkpoint-every must not be negative");
   MT_CHECK_GE(keep, 0, "--keep must not be negative");
   MT_CHECK(!checkpoint_dir.empty() || (checkpoint_every == 0 && keep == 0),
            "--checkpoint-every and --keep need --checkpoint-dir");
   MT_CHECK(resume_dir.empty() || init_path.empty(),
            "--init and --resume exclude each other: a resume restores the parameters itself");
-  check_output_path(metrics_path, "--metrics");
   const MeshLayout layout = effective_mesh();
   layout.check_world_size(world);
   const int64_t dp = layout.span_size(mesh_axis::dp);
@@ -76,6 +117,15 @@ void TrainConfig::validate() const {
   const int64_t tp = layout.has_axis(mesh_axis::tp) ? layout.axis_size(mesh_axis::tp) : 1;
   MT_CHECK_EQ(model.heads % tp, 0, "--heads (", model.heads,
               ") must divide by tp: tensor parallelism splits attention heads over tp");
+  const double per_rank = estimate_rank_bytes(*this), machine = machine_memory_bytes();
+  const double ranks_here = backend == BackendKind::local ? world : 1;
+  MT_CHECK(machine == 0.0 || per_rank * ranks_here <= machine, "the run needs at least ",
+           static_cast<int64_t>(per_rank * ranks_here / (1 << 20)), " MiB (",
+           static_cast<int64_t>(per_rank / (1 << 20)), " MiB for each of ", ranks_here,
+           " rank", ranks_here > 1 ? "s" : "", " in this process: model state, logits",
+           backend == BackendKind::local ? ", the local backend's overhead" : "",
+           "), the machine has ", static_cast<int64_t>(machine / (1 << 20)),
+           " MiB; lower --world, --batch or --seq, or shard more");
   // Every plugin option is parsed once, by its plugin: build them now so a bad one fails here.
   const StrategyRegistry registry = builtin_strategies();
   for (const auto& [plugin, options] : strategies) registry.create(plugin, options);

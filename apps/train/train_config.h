@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <chrono>
 #include <map>
 #include <string>
 
@@ -42,6 +43,9 @@ struct TrainConfig {
   std::string metrics_path;  // JSON lines, one object per step
   int world = 1;
   BackendKind backend = BackendKind::local;
+  // Every collective wait ends after this long with an error naming the operation and the rank
+  // that did not arrive; the whole job then ends (a hang is a bug, on every backend).
+  int64_t timeout_s = 120;
   MeshLayout mesh;  // default: dp_shard over the whole world
   // Options of each plugin by name ("fsdp": mode, prefetch, ...; "tp": sequence_parallel), as
   // the strategy registry reads them (plugins/builtin_strategies.h); unset options take the
@@ -54,7 +58,10 @@ struct TrainConfig {
   MeshLayout effective_mesh() const;
   // Sets one plugin option: config.set("fsdp", "mode", "hybrid").
   TrainConfig& set(const std::string& plugin, const std::string& key, const std::string& value);
-  // InvalidArgument naming the flag and what was expected.
+  // InvalidArgument naming the flag and what was expected: every size in range before anything is
+  // multiplied or allocated, outputs writable (and with room, where the file system says) before
+  // the first step, and, on the local backend, the whole world's estimated memory within the
+  // machine's.
   void validate() const;
 };
 
