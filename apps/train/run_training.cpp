@@ -1,7 +1,9 @@
 #include "apps/train/run_training.h"
 
+#include <chrono>
 #include <optional>
 
+#include "apps/train/fault_injection.h"
 #include "apps/train/reporter.h"
 #include "apps/train/trainer.h"
 #include "core/comm/local/spawn_ranks.h"
@@ -16,9 +18,14 @@ namespace meshtrain {
 
 namespace {
 
+CommOptions comm_options(const TrainConfig& config) {
+  return CommOptions{std::chrono::seconds(config.timeout_s)};
+}
+
 // One rank's whole run; `reporter` is set on rank 0 only.
 std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& world,
-                                    MemoryTracker& memory, TrainReporter* reporter) {
+                                    MemoryTracker& memory, TrainReporter* reporter,
+                                    const std::optional<InjectedFault>& fault) {
   Trainer trainer(config, world, memory);
   if (reporter)
     reporter->start(trainer.mesh().layout().to_string(), trainer.plan().describe(),
@@ -28,6 +35,7 @@ std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& wor
                    std::to_string(trainer.steps_done()));
   std::vector<StepMetrics> steps;
   while (trainer.steps_done() < config.steps) {
+    if (fault) fault->maybe_fire(world.rank(), trainer.steps_done() + 1);
     steps.push_back(trainer.step());
     if (reporter) reporter->on_step(steps.back());
     const int64_t done = trainer.steps_done();
@@ -50,26 +58,38 @@ std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& wor
 std::vector<StepMetrics> run_training(const TrainConfig& config, std::ostream& out,
                                       bool interactive) {
   config.validate();
+  const std::optional<InjectedFault> fault = injected_fault_from_env();
   switch (config.backend) {
     case BackendKind::local: {
+      // A failing rank aborts the world: the others wake at once and the first error is rethrown.
       TrainReporter reporter(config, out, interactive);
       std::vector<StepMetrics> steps;
-      spawn_ranks(config.world, [&](RankContext& ctx) {
-        auto mine = train_rank(config, ctx.world, ctx.memory, ctx.rank == 0 ? &reporter : nullptr);
-        if (ctx.rank == 0) steps = std::move(mine);
-      });
+      spawn_ranks(
+          config.world,
+          [&](RankContext& ctx) {
+            auto mine = train_rank(config, ctx.world, ctx.memory,
+                                   ctx.rank == 0 ? &reporter : nullptr, fault);
+            if (ctx.rank == 0) steps = std::move(mine);
+          },
+          comm_options(config));
       return steps;
     }
     case BackendKind::mpi: {
 #if MESHTRAIN_HAS_MPI
       MemoryTracker memory;  // outlives the communicator and every tensor it may hold
       MemoryScope scope(&memory);
-      std::unique_ptr<Communicator> world = mpi_world();
+      std::unique_ptr<Communicator> world = mpi_world(comm_options(config));
       MT_CHECK_EQ(world->size(), config.world, "--world must match the number of mpirun processes");
-      std::optional<TrainReporter> reporter;
-      if (world->rank() == 0) reporter.emplace(config, out, interactive);
-      auto steps = train_rank(config, *world, memory, reporter ? &*reporter : nullptr);
-      return world->rank() == 0 ? steps : std::vector<StepMetrics>{};
+      // Any error on this rank ends the whole job at once (MPI_Abort): its peers would otherwise
+      // wait out their timeouts, and a stopped peer could block MPI_Finalize for ever.
+      try {
+        std::optional<TrainReporter> reporter;
+        if (world->rank() == 0) reporter.emplace(config, out, interactive);
+        auto steps = train_rank(config, *world, memory, reporter ? &*reporter : nullptr, fault);
+        return world->rank() == 0 ? steps : std::vector<StepMetrics>{};
+      } catch (const std::exception& e) {
+        mpi_abort(e.what());
+      }
 #else
       throw NotSupported("--backend mpi: this build of meshtrain has no MPI support");
 #endif
