@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/parse_integer.h"
 #include "models/checkpoint.h"
 #include "models/safetensors.h"
 
@@ -43,6 +44,17 @@ GPT2Config gpt2_config_from_checkpoint(const std::string& path, int64_t heads) {
     throw InvalidArgument(detail::concat("'", path, "' has blocks up to h.", *blocks.rbegin(),
                                          " but only ", config.layers, " of them; expected h.0 to h.",
                                          config.layers - 1));
+  const auto stored = reader.metadata().find("heads");
+  if (stored != reader.metadata().end()) {
+    const std::optional<int64_t> from_file = parse_integer<int64_t>(stored->second);
+    MT_CHECK(from_file.has_value(), "'", path, "': its metadata 'heads' is '", stored->second,
+             "', not a number");
+    MT_CHECK(heads == 0 || heads == *from_file, "--heads ", heads, " disagrees with '", path,
+             "', which was saved with ", *from_file, " heads");
+    heads = *from_file;
+  }
+  MT_CHECK(heads > 0, "'", path, "' does not record the head count (a Hugging Face file): "
+           "give --heads");
   config.heads = heads;
   config.validate();
   return config;

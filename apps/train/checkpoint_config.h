@@ -1,5 +1,6 @@
 // The GPT-2 shape a safetensors checkpoint implies: V and d from wte, T from wpe, L from the
-// blocks present. The head count is not stored in the file and comes from the caller.
+// blocks present, the head count from the file's "heads" metadata (meshtrain writes it) or
+// `heads` (0: not given). InvalidArgument when neither gives one or the two differ.
 #pragma once
 
 #include <string>

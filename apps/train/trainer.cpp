@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 
 #include "core/comm/gather_values.h"
+#include "checkpoint/durable_files.h"
 #include "core/error.h"
 #include "models/checkpoint.h"
 #include "models/gpt2_init.h"
@@ -59,6 +61,11 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
   config_.validate();
   mesh_ = std::make_unique<DeviceMesh>(world_, config_.effective_mesh());
   std::vector<uint16_t> tokens = read_token_file(config_.data_path);
+  const int64_t step_tokens = config_.batch * config_.seq + 1;
+  MT_CHECK(static_cast<int64_t>(tokens.size()) >= step_tokens, "--data '", config_.data_path,
+           "' holds ", tokens.size(), " tokens, fewer than one step reads (--batch x --seq + 1 = ",
+           step_tokens, "): every batch would repeat the same data; use a longer file or a "
+           "smaller --batch or --seq");
   data_ = fingerprint_tokens(tokens);
 
   // Sharded initialisation: the model has no tensors, and each rank fills only its own pieces,
@@ -182,18 +189,36 @@ void Trainer::gather_parameters(const ParameterVisitor& fn) {
 }
 
 void Trainer::save(const std::string& path) {
+  // Written beside its final name and renamed into place once complete and synced: a failure
+  // never leaves a partial file under `path`.
+  const std::string partial = path + ".partial";
   std::unique_ptr<SafetensorsWriter> writer;
-  if (rank() == 0) {
-    std::vector<SafetensorsSpec> specs;
-    for (Parameter* p : model_->parameters())
-      specs.push_back({p->name(), DType::f32, p->global_shape()});
-    writer = std::make_unique<SafetensorsWriter>(path, std::move(specs),
-                                                 std::map<std::string, std::string>{{"format", "pt"}});
+  try {
+    if (rank() == 0) {
+      std::vector<SafetensorsSpec> specs;
+      for (Parameter* p : model_->parameters())
+        specs.push_back({p->name(), DType::f32, p->global_shape()});
+      writer = std::make_unique<SafetensorsWriter>(
+          partial, std::move(specs),
+          std::map<std::string, std::string>{{"format", "pt"},
+                                             {"heads", std::to_string(config_.model.heads)}});
+    }
+    gather_parameters([&](const Parameter& p, const Tensor& value) {
+      if (writer) writer->write(p.name(), value);
+    });
+    if (!writer) return;
+    writer->finish();
+    sync_file(partial);
+    std::filesystem::rename(partial, path);
+    const std::string folder = std::filesystem::path(path).parent_path().string();
+    sync_directory(folder.empty() ? "." : folder);
+  } catch (...) {
+    if (writer) {
+      std::error_code ignored;
+      std::filesystem::remove(partial, ignored);
+    }
+    throw;
   }
-  gather_parameters([&](const Parameter& p, const Tensor& value) {
-    if (writer) writer->write(p.name(), value);
-  });
-  if (writer) writer->finish();
 }
 
 std::string Trainer::save_checkpoint(const std::function<void(const std::string&)>& after_file) {
