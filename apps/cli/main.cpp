@@ -1,5 +1,7 @@
 // meshtrain: the command line. Subcommands: train, prepare, info, schedule, convert.
+#include <csignal>
 #include <iostream>
+#include <new>
 
 #include <CLI/CLI.hpp>
 
@@ -7,6 +9,9 @@
 #include "core/error.h"
 
 int main(int argc, char** argv) {
+  // Past a file-size limit (ulimit -f) a write should fail with an error naming the file, not kill
+  // the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"meshtrain: train GPT-2 on a device mesh (FSDP, tensor and pipeline parallel)"};
   app.require_subcommand(1);
   meshtrain::add_train_command(app);
@@ -21,7 +26,10 @@ int main(int argc, char** argv) {
   } catch (const meshtrain::Error& e) {
     std::cerr << "meshtrain: error: " << e.what() << "\n";
     return 1;
-  } catch (const std::exception& e) {  // a library's own error (JSON, the filesystem, memory)
+  } catch (const std::bad_alloc&) {
+    std::cerr << "meshtrain: error: out of memory; lower --batch, --seq or --world, or shard more\n";
+    return 1;
+  } catch (const std::exception& e) {  // a library's own error (JSON, the filesystem)
     std::cerr << "meshtrain: error: " << e.what() << "\n";
     return 1;
   }

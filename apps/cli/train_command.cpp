@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -47,6 +48,24 @@ constexpr PluginFlag kPluginFlags[] = {
      "layers per pipeline stage, e.g. 3,2,2,3 (embedding and head count; default: balanced)"},
 };
 
+// The number of processes of the mpirun job this process belongs to (nullopt outside one).
+std::optional<int> mpirun_processes() {
+  const char* size_text = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (!size_text) size_text = std::getenv("PMI_SIZE");
+  return size_text ? parse_integer<int>(size_text) : std::nullopt;
+}
+
+// Under mpirun every process runs this command: on the local backend each would train its own
+// job, print its own output and write the same files. Refuse that.
+void check_launcher(const TrainConfig& c) {
+  const std::optional<int> processes = mpirun_processes();
+  if (!processes || *processes <= 1) return;
+  MT_CHECK(c.backend == BackendKind::mpi, "running under mpirun with ", *processes,
+           " processes but --backend ", backend_name(c.backend),
+           ": every process would train a job of its own; pass --backend mpi --world ",
+           *processes);
+}
+
 void apply(TrainFlags& f) {
   TrainConfig& c = f.config;
   const bool init_checkpoint = !c.init_path.empty() && is_checkpoint_path(c.init_path);
@@ -65,7 +84,6 @@ void apply(TrainFlags& f) {
     if (f.layers) c.model.layers = f.layers;
     if (f.heads) c.model.heads = f.heads;
   } else if (!c.init_path.empty()) {
-    MT_CHECK(f.heads > 0, "--init needs --heads (safetensors files do not record the head count)");
     MT_CHECK(!f.vocab && !f.ctx && !f.dim && !f.layers, "--init takes the model's sizes from the "
              "file; drop --vocab, --ctx, --dim and --layers");
     c.model = gpt2_config_from_checkpoint(c.init_path, f.heads);
@@ -78,6 +96,7 @@ void apply(TrainFlags& f) {
     if (f.heads) c.model.heads = f.heads;
   }
   c.backend = parse_backend(f.backend);
+  check_launcher(c);
   if (!f.mesh.empty()) c.mesh = parse_mesh_spec(f.mesh);
 }
 
@@ -95,6 +114,12 @@ void add_train_command(CLI::App& app) {
         return parsed && *parsed > 0 ? std::string() : "expected a positive integer, got " + value;
       },
       "POSITIVE");
+  const CLI::Validator non_negative(
+      [](std::string& value) {
+        return parse_integer<uint64_t>(value) ? std::string()
+                                              : "expected a non-negative integer, got " + value;
+      },
+      "NON-NEGATIVE");
   cmd->add_option("--vocab", f->vocab, "vocabulary size (overrides the preset)")
       ->check(positive);
   cmd->add_option("--ctx", f->ctx, "context length (overrides the preset)")
@@ -125,7 +150,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--wd", c.weight_decay, "AdamW weight decay")->capture_default_str();
   cmd->add_option("--clip", c.clip, "clip the global gradient norm (0: off)")
       ->capture_default_str();
-  cmd->add_option("--seed", c.seed, "initialisation and sampling seed")->capture_default_str();
+  cmd->add_option("--seed", c.seed, "initialisation and sampling seed")
+      ->capture_default_str()
+      ->check(non_negative);
   cmd->add_option("--save", c.save_path, "write the trained model (safetensors)");
   cmd->add_option("--metrics", c.metrics_path, "write per-step metrics (JSON lines)");
   cmd->add_option("--checkpoint-dir", c.checkpoint_dir,
@@ -140,6 +167,11 @@ void add_train_command(CLI::App& app) {
                   "state, step and data position (--steps stays the run's total)")
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--world", c.world, "number of ranks")->capture_default_str();
+  cmd->add_option("--timeout", c.timeout_s,
+                  "seconds any collective may wait before the job ends with an error naming the "
+                  "operation and the rank it waited for")
+      ->capture_default_str()
+      ->check(positive);
   cmd->add_option("--backend", f->backend, "local, mpi or nccl")->capture_default_str();
   cmd->add_option("--mesh", f->mesh,
                   "mesh axes in the order pp, dp_replicate, dp_shard, tp, e.g. "
@@ -157,7 +189,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--quiet", c.quiet, "print nothing but errors");
   cmd->callback([f] {
     apply(*f);
-    run_training(f->config, std::cout, isatty(STDOUT_FILENO) != 0);
+    // mpirun hands its ranks a terminal even when its own output is a file: plain lines there.
+    const bool interactive = isatty(STDOUT_FILENO) != 0 && !mpirun_processes();
+    run_training(f->config, std::cout, interactive);
   });
 }
 
