@@ -96,6 +96,22 @@ TEST_F(Cli, InitTakesTheSizesFromTheFile) {
                                "--ctx, --dim and --layers"));
 }
 
+// --save records the head count: --init takes it from the file, and a different --heads is refused
+// (a Hugging Face file, which has none, needs --heads).
+TEST_F(Cli, InitTakesTheHeadCountFromASavedFile) {
+  const std::string saved = dir_.file("saved.safetensors");
+  const std::string common = "train --data '" + tokens_ + "' --batch 4 --seq 16 --steps 1 --sample 0";
+  CliResult r = run_cli(dir_, common + " --heads 2 --save '" + saved + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(SafetensorsReader(saved).metadata().at("heads"), "2");
+  r = run_cli(dir_, common + " --init '" + saved + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("H=2"));
+  r = run_cli(dir_, common + " --init '" + saved + "' --heads 4");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--heads 4 disagrees with '" + saved + "', which was saved with 2 heads"));
+}
+
 TEST_F(Cli, UnknownSubcommandAndNoSubcommand) {
   EXPECT_NE(run_cli(dir_, "").exit_code, 0);
   EXPECT_NE(run_cli(dir_, "fly").exit_code, 0);
