@@ -1,5 +1,7 @@
 #include "apps/train/fault_injection.h"
 
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstdlib>
 
@@ -16,6 +18,11 @@ void InjectedFault::maybe_fire(int world_rank, int64_t step_number) const {
                                  step));
     case Action::kill: std::raise(SIGKILL); break;
     case Action::stop: std::raise(SIGSTOP); break;
+    case Action::full: {
+      const rlimit limit{64 << 10, 64 << 10};
+      MT_CHECK(setrlimit(RLIMIT_FSIZE, &limit) == 0, "MESHTRAIN_FAULT: setrlimit failed");
+      break;
+    }
   }
 }
 
@@ -23,8 +30,8 @@ std::optional<InjectedFault> parse_injected_fault(const std::string& text) {
   const size_t first = text.find(':'), second = text.find(':', first + 1);
   const auto bad = [&] {
     return InvalidArgument(detail::concat("MESHTRAIN_FAULT '", text,
-                                          "': expected RANK:STEP:ACTION with ACTION raise, kill "
-                                          "or stop, e.g. 1:3:raise"));
+                                          "': expected RANK:STEP:ACTION with ACTION raise, kill, "
+                                          "stop or full, e.g. 1:3:raise"));
   };
   if (first == std::string::npos || second == std::string::npos) throw bad();
   const auto rank = parse_integer<int>(text.substr(0, first));
@@ -36,6 +43,8 @@ std::optional<InjectedFault> parse_injected_fault(const std::string& text) {
     fault.action = InjectedFault::Action::kill;
   else if (action == "stop")
     fault.action = InjectedFault::Action::stop;
+  else if (action == "full")
+    fault.action = InjectedFault::Action::full;
   else if (action != "raise")
     throw bad();
   return fault;
