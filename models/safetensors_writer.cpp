@@ -1,3 +1,6 @@
+#include <cerrno>
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include "core/bf16.h"
@@ -5,6 +8,14 @@
 #include "models/safetensors.h"
 
 namespace meshtrain {
+
+namespace {
+// The system's reason for the stream operation that just failed ("File too large", "No space left
+// on device"), when it left one in errno.
+std::string system_reason() {
+  return errno ? detail::concat(": ", std::strerror(errno)) : std::string();
+}
+}  // namespace
 
 SafetensorsWriter::SafetensorsWriter(const std::string& path, std::vector<SafetensorsSpec> specs,
                                      const std::map<std::string, std::string>& metadata)
@@ -31,11 +42,14 @@ SafetensorsWriter::SafetensorsWriter(const std::string& path, std::vector<Safete
   text.append((8 - text.size() % 8) % 8, ' ');  // the data section starts 8-byte aligned
   const uint64_t header_bytes = text.size();
   data_start_ = 8 + header_bytes;
+  errno = 0;
   file_.open(path, std::ios::binary | std::ios::out | std::ios::trunc);
-  if (!file_) throw IoError(detail::concat("cannot create safetensors file '", path, "'"));
+  if (!file_)
+    throw IoError(detail::concat("cannot create safetensors file '", path, "'", system_reason()));
   file_.write(reinterpret_cast<const char*>(&header_bytes), 8);
   file_.write(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!file_) throw IoError(detail::concat("writing the header of '", path, "' failed"));
+  if (!file_)
+    throw IoError(detail::concat("writing the header of '", path, "' failed", system_reason()));
 }
 
 void SafetensorsWriter::write(std::string_view name, const Tensor& value, int64_t offset) {
@@ -60,11 +74,14 @@ void SafetensorsWriter::write(std::string_view name, const Tensor& value, int64_
     auto* dst = reinterpret_cast<float*>(buffer.data());
     for (int64_t k = 0; k < count; ++k) dst[k] = to_f32(host.data<BF16>()[k]);
   }
+  errno = 0;
   file_.seekp(static_cast<std::streamoff>(data_start_ + begins_[i] + offset * size));
   if (count)
     file_.write(same_dtype ? static_cast<const char*>(host.raw_data()) : buffer.data(),
                 static_cast<std::streamsize>(count * size));
-  if (!file_) throw IoError(detail::concat("writing tensor '", name, "' to '", path_, "' failed"));
+  if (!file_)
+    throw IoError(detail::concat("writing tensor '", name, "' to '", path_, "' failed",
+                                 system_reason()));
   written_[i] += count;
 }
 
@@ -74,8 +91,9 @@ void SafetensorsWriter::finish() {
       throw IoError(detail::concat("safetensors '", path_, "': tensor '", specs_[i].name, "' got ",
                                    written_[i], " of its ", shape_numel(specs_[i].shape),
                                    " elements before finish()"));
-  file_.close();
-  if (!file_) throw IoError(detail::concat("closing '", path_, "' failed"));
+  errno = 0;
+  file_.close();  // flushes what the stream still buffers
+  if (!file_) throw IoError(detail::concat("closing '", path_, "' failed", system_reason()));
 }
 
 }  // namespace meshtrain

@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/cli/commands.h"
-#include "core/error.h"
+#include "apps/train/job_error.h"
 
 int main(int argc, char** argv) {
   // Past a file-size limit (ulimit -f) a write should fail with an error naming the file, not kill
@@ -22,14 +22,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() != 0) meshtrain::let_rank_zero_report_first();
     return app.exit(e);
-  } catch (const meshtrain::Error& e) {
-    std::cerr << "meshtrain: error: " << e.what() << "\n";
-    return 1;
   } catch (const std::bad_alloc&) {
+    meshtrain::let_rank_zero_report_first();
     std::cerr << "meshtrain: error: out of memory; lower --batch, --seq or --world, or shard more\n";
     return 1;
-  } catch (const std::exception& e) {  // a library's own error (JSON, the filesystem)
+  } catch (const std::exception& e) {  // meshtrain's errors, and libraries' (JSON, the filesystem)
+    meshtrain::let_rank_zero_report_first();
     std::cerr << "meshtrain: error: " << e.what() << "\n";
     return 1;
   }

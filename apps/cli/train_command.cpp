@@ -6,6 +6,7 @@
 
 #include "apps/cli/commands.h"
 #include "apps/train/checkpoint_config.h"
+#include "apps/train/launcher.h"
 #include "apps/train/run_training.h"
 #include "apps/train/training_checkpoint.h"
 #include "core/error.h"
@@ -47,13 +48,6 @@ constexpr PluginFlag kPluginFlags[] = {
     {"--pp-layers", "pp", "layers",
      "layers per pipeline stage, e.g. 3,2,2,3 (embedding and head count; default: balanced)"},
 };
-
-// The number of processes of the mpirun job this process belongs to (nullopt outside one).
-std::optional<int> mpirun_processes() {
-  const char* size_text = std::getenv("OMPI_COMM_WORLD_SIZE");
-  if (!size_text) size_text = std::getenv("PMI_SIZE");
-  return size_text ? parse_integer<int>(size_text) : std::nullopt;
-}
 
 // Under mpirun every process runs this command: on the local backend each would train its own
 // job, print its own output and write the same files. Refuse that.

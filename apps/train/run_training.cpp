@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "apps/train/fault_injection.h"
+#include "apps/train/job_error.h"
 #include "apps/train/reporter.h"
 #include "apps/train/trainer.h"
 #include "core/comm/local/spawn_ranks.h"
@@ -79,16 +80,17 @@ std::vector<StepMetrics> run_training(const TrainConfig& config, std::ostream& o
       MemoryTracker memory;  // outlives the communicator and every tensor it may hold
       MemoryScope scope(&memory);
       std::unique_ptr<Communicator> world = mpi_world(comm_options(config));
+      const std::unique_ptr<Communicator> watch = mpi_world(comm_options(config));
       MT_CHECK_EQ(world->size(), config.world, "--world must match the number of mpirun processes");
-      // Any error on this rank ends the whole job at once (MPI_Abort): its peers would otherwise
-      // wait out their timeouts, and a stopped peer could block MPI_Finalize for ever.
+      // Any error on a rank ends the whole job (MPI_Abort), reported once: its peers would
+      // otherwise wait out their timeouts, and a stopped peer could block MPI_Finalize for ever.
       try {
         std::optional<TrainReporter> reporter;
         if (world->rank() == 0) reporter.emplace(config, out, interactive);
         auto steps = train_rank(config, *world, memory, reporter ? &*reporter : nullptr, fault);
         return world->rank() == 0 ? steps : std::vector<StepMetrics>{};
       } catch (const std::exception& e) {
-        mpi_abort(e.what());
+        end_mpi_job(e, *watch, report_grace(comm_options(config).timeout));
       }
 #else
       throw NotSupported("--backend mpi: this build of meshtrain has no MPI support");

@@ -1,0 +1,13 @@
+// What the launcher (mpirun) tells a process about its job, read from its environment before MPI
+// starts: whether it is one of several processes, and which.
+#pragma once
+
+#include <optional>
+
+namespace meshtrain {
+
+// The job's process count and this process's rank (nullopt outside an mpirun job).
+std::optional<int> mpirun_processes();
+std::optional<int> mpirun_rank();
+
+}  // namespace meshtrain
