@@ -146,6 +146,9 @@ TEST_F(Cli, ShortTrainRunWritesMetrics) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("mesh dp_shard=2"));
   EXPECT_THAT(r.out, HasSubstr("done: loss"));
+  // Not a terminal: plain lines, one per report, no carriage returns or escape codes.
+  EXPECT_EQ(r.out.find('\r'), std::string::npos);
+  EXPECT_EQ(r.out.find('\033'), std::string::npos);
   const std::vector<std::string> lines = testing::read_lines(metrics);
   ASSERT_EQ(lines.size(), 3u);
   for (size_t i = 0; i < lines.size(); ++i)
