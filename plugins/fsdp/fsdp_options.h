@@ -33,7 +33,9 @@ struct FsdpOptions {
   int prefetch = 2;
   DType param_dtype = DType::f32;   // dtype of the all-gather (compute sees these values)
   DType reduce_dtype = DType::f32;  // dtype of gradient reduction
-  GradSync grad_sync = GradSync::every_micro_batch;  // under pipeline parallelism: always last
+  // Unset: every micro-batch; under pipeline parallelism always the last (a schedule interleaves
+  // micro-batches), where asking for every one is an error rather than silently ignored.
+  std::optional<GradSync> grad_sync;
   // Whether blocks free their full parameters after forward (and gather them again for backward).
   // Unset: yes for full and hybrid, except under pipeline parallelism, where several micro-batches
   // are in flight between a unit's forward and backward (as torchtitan does).

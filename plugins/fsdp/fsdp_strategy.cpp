@@ -61,6 +61,11 @@ void FsdpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& a
       ctx.mesh.has_axis(mesh_axis::pp) && ctx.mesh.axis_size(mesh_axis::pp) > 1;
   const bool reshard = options_.reshard_after_forward.value_or(
       (options_.mode == FsdpMode::full || options_.mode == FsdpMode::hybrid) && !pipelined);
+  MT_CHECK(!pipelined || options_.grad_sync.value_or(GradSync::last_micro_batch) ==
+                             GradSync::last_micro_batch,
+           "fsdp grad_sync every cannot be honoured under pipeline parallelism: a schedule "
+           "interleaves micro-batches, so each unit reduces its gradients once, on its last "
+           "backward of the step; drop the option or ask for last");
   std::vector<std::unique_ptr<FsdpUnit>> units;
   for (int u = 0; u < static_cast<int>(plan.units.size()); ++u) {
     FsdpUnitConfig config;
@@ -69,7 +74,8 @@ void FsdpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& a
     config.reduce_dtype = options_.reduce_dtype;
     // A pipeline schedule interleaves micro-batches (and splits backward): gradients are reduced
     // once, on each unit's last backward of the step, as torchtitan does.
-    config.grad_sync = pipelined ? GradSync::last_micro_batch : options_.grad_sync;
+    config.grad_sync = pipelined ? GradSync::last_micro_batch
+                                 : options_.grad_sync.value_or(GradSync::every_micro_batch);
     config.reshard_after_forward = reshard && (u != root || options_.reshard_root_after_forward);
     units.push_back(
         std::make_unique<FsdpUnit>(plan.units[u].name, plan.units[u].params, config, clock_,

@@ -110,5 +110,23 @@ TEST(PpStages, TooFewLayersForThePipelineFailsBeforeTraining) {
   EXPECT_THAT(errors[0], HasSubstr("a pipeline of 8 stages needs at least as many layers"));
 }
 
+// A pipeline reduces each unit's gradients on its last backward of the step: asking FSDP for
+// every micro-batch cannot be honoured and is refused, not silently changed.
+TEST(PpStages, FsdpGradSyncEveryIsRefusedUnderAPipeline) {
+  TrainConfig c = uneven_config();
+  c.world = 4;
+  c.mesh = parse_mesh_spec("pp=2,dp_shard=2");
+  c.grad_accum = 2;
+  c.set("fsdp", "grad_sync", "every");
+  std::vector<std::string> errors(4);
+  spawn_ranks(4, [&](RankContext& ctx) {
+    errors[ctx.rank] =
+        error_message<InvalidArgument>([&] { Trainer trainer(c, ctx.world, ctx.memory); });
+  });
+  EXPECT_THAT(errors[0], HasSubstr("fsdp grad_sync every cannot be honoured under pipeline"));
+  c.set("fsdp", "grad_sync", "last");
+  with_trainers(c, [](Trainer& trainer, MemoryTracker&) { trainer.step(); });
+}
+
 }  // namespace
 }  // namespace meshtrain::testing
