@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "core/error.h"
+#include "core/ops/cpu/fast_tanh.h"
 #include "core/ops/ops.h"
 #include "tests/ops/grad_check.h"
 #include "tests/ops/test_tensors.h"
@@ -32,6 +33,22 @@ TEST(OpsGelu, ForwardMatchesFormula) {
   const std::vector<float> y = out.to_vector();
   EXPECT_FLOAT_EQ(y[7], 10.0f);
   EXPECT_FLOAT_EQ(y[3], 0.0f);
+}
+
+// The vectorised tanh GELU uses, against tanh in double over a dense grid and the extremes.
+TEST(OpsGelu, FastTanhIsWithin2e7OfTanhEverywhere) {
+  double worst = 0.0;
+  float worst_at = 0.0f;
+  const auto check = [&](float u) {
+    const double err = std::abs(static_cast<double>(ops::cpu::fast_tanh(u)) - std::tanh(double{u}));
+    if (err > worst) worst = err, worst_at = u;
+  };
+  for (int i = 0; i <= 400000; ++i) check(-20.0f + 40.0f * static_cast<float>(i) / 400000.0f);
+  for (const float u : {0.0f, -0.0f, 1e-30f, 1e-8f, 1e-4f, 88.0f, -88.0f, 1e30f, -1e30f})
+    check(u);
+  EXPECT_LT(worst, 2e-7) << "at u = " << worst_at;
+  EXPECT_EQ(ops::cpu::fast_tanh(1e30f), 1.0f);
+  EXPECT_EQ(ops::cpu::fast_tanh(-1e30f), -1.0f);
 }
 
 TEST(OpsGelu, OddPartIsIdentity) {
