@@ -51,8 +51,9 @@ void end_mpi_job(const std::exception& error, Communicator& watch,
       }
     }
     if (!silent.empty()) {
-      message += "; no word from rank";
-      for (size_t i = 0; i < silent.size(); ++i) message += (i ? ", " : " ") + std::to_string(silent[i]);
+      message += "; no word from";
+      for (size_t i = 0; i < silent.size(); ++i)
+        message += (i ? ", rank " : " rank ") + std::to_string(silent[i]);
       message += " (stopped, hung or dead)";
     }
   }
