@@ -61,11 +61,7 @@ void load_parameters(const std::vector<Parameter*>& params, const std::string& p
   for (Parameter* p : params) {
     MT_CHECK(p->shape() == p->global_shape(), "load_parameters: parameter '", p->name(),
              "' is sharded; place the model with SafetensorsValues instead");
-    const Tensor& value = p->value();
-    const Shape origin(value.shape().size(), 0);
-    const Tensor host = value.device().is_cpu() ? value : Tensor::empty(value.shape(), value.dtype());
-    values.read(*p, {LocalPiece{{origin, value.shape()}, origin}}, host);
-    if (!value.device().is_cpu()) value.copy_from(host);
+    fill_local(values, *p, Layout(), MeshLayout(), 0, p->value());  // whole, on one rank
   }
 }
 

@@ -45,10 +45,10 @@ void gpt2_init_values(const GPT2Config& config, std::string_view name, uint64_t 
       std::fill(out, out + count, 0.0f);
       return;
     case Rule::normal:
-      fill_normal(out, count, seed, name_hash(name), offset, 0.02f);
+      fill_normal(out, count, seed, fnv1a64(name), offset, 0.02f);
       return;
     case Rule::residual_normal:
-      fill_normal(out, count, seed, name_hash(name), offset,
+      fill_normal(out, count, seed, fnv1a64(name), offset,
                   0.02f / std::sqrt(2.0f * static_cast<float>(config.layers)));
       return;
     case Rule::unknown:

@@ -14,9 +14,9 @@ uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-uint64_t name_hash(std::string_view name) {
+uint64_t fnv1a64(std::string_view bytes) {
   uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
   return h;
 }
 

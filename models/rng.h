@@ -10,8 +10,8 @@ namespace meshtrain {
 
 // SplitMix64's finaliser: a bijective mix of 64 bits.
 uint64_t mix64(uint64_t x);
-// 64-bit FNV-1a of a name: the stream of a parameter.
-uint64_t name_hash(std::string_view name);
+// 64-bit FNV-1a of bytes: a parameter's stream (the hash of its name), a data file's fingerprint.
+uint64_t fnv1a64(std::string_view bytes);
 
 // Fills out[0..count) with elements first..first+count-1 of the standard normal sequence of
 // (seed, stream), scaled by stddev. Element i comes from Box-Muller over pair i / 2.

@@ -35,7 +35,7 @@ double loss_of(GPT2& model, const TokenBatch& batch) {
 void perturb(GPT2& model) {
   for (Parameter* p : model.parameters()) {
     std::vector<float> noise(static_cast<size_t>(p->numel()));
-    fill_normal(noise.data(), p->numel(), 99, name_hash(p->name()), 0, 0.1f);
+    fill_normal(noise.data(), p->numel(), 99, fnv1a64(p->name()), 0, 0.1f);
     float* v = p->value().data<float>();
     for (int64_t i = 0; i < p->numel(); ++i) v[i] += noise[i];
   }
