@@ -60,6 +60,15 @@ void check_launcher(const TrainConfig& c) {
            *processes);
 }
 
+// The size flags given override the model's (0: not given).
+void apply_sizes(const TrainFlags& f, GPT2Config& model) {
+  if (f.vocab) model.vocab = f.vocab;
+  if (f.ctx) model.ctx = f.ctx;
+  if (f.dim) model.dim = f.dim;
+  if (f.layers) model.layers = f.layers;
+  if (f.heads) model.heads = f.heads;
+}
+
 void apply(TrainFlags& f) {
   TrainConfig& c = f.config;
   const bool init_checkpoint = !c.init_path.empty() && is_checkpoint_path(c.init_path);
@@ -72,22 +81,14 @@ void apply(TrainFlags& f) {
                                   !f.heads),
              "--init takes the model from the checkpoint; drop --model and the size flags");
     if (!f.model.empty()) c.model = gpt2_preset(f.model);
-    if (f.vocab) c.model.vocab = f.vocab;
-    if (f.ctx) c.model.ctx = f.ctx;
-    if (f.dim) c.model.dim = f.dim;
-    if (f.layers) c.model.layers = f.layers;
-    if (f.heads) c.model.heads = f.heads;
+    apply_sizes(f, c.model);
   } else if (!c.init_path.empty()) {
     MT_CHECK(!f.vocab && !f.ctx && !f.dim && !f.layers, "--init takes the model's sizes from the "
              "file; drop --vocab, --ctx, --dim and --layers");
     c.model = gpt2_config_from_checkpoint(c.init_path, f.heads);
   } else {
     c.model = gpt2_preset(f.model.empty() ? "demo" : f.model);
-    if (f.vocab) c.model.vocab = f.vocab;
-    if (f.ctx) c.model.ctx = f.ctx;
-    if (f.dim) c.model.dim = f.dim;
-    if (f.layers) c.model.layers = f.layers;
-    if (f.heads) c.model.heads = f.heads;
+    apply_sizes(f, c.model);
   }
   c.backend = parse_backend(f.backend);
   check_launcher(c);

@@ -34,6 +34,15 @@ std::string folder_of(const std::string& path) {
   return parent.empty() ? "." : parent.string();
 }
 
+// `folder` exists (checked by the caller) and takes `what`, of about `bytes`.
+void check_writable(const std::string& folder, const char* flag, const char* what, double bytes) {
+  MT_CHECK(access(folder.c_str(), W_OK) == 0, flag, ": the folder '", folder, "' is not writable");
+  const double free = free_disk_bytes(folder);
+  MT_CHECK(free < 0 || free >= bytes, flag, ": the file system of '", folder, "' has ",
+           static_cast<int64_t>(free / (1 << 20)), " MiB free, ", what, " needs about ",
+           static_cast<int64_t>(bytes / (1 << 20)), " MiB");
+}
+
 // An output is written after training (or as it goes): check it before the first step, so a typo,
 // a directory in the way or a full disk fails now rather than after the run.
 void check_output_file(const std::string& path, const char* flag, double bytes) {
@@ -43,25 +52,17 @@ void check_output_file(const std::string& path, const char* flag, double bytes) 
            "' does not exist");
   MT_CHECK(!std::filesystem::is_directory(path), flag, " '", path,
            "' is a directory; expected the path of a file to write");
-  MT_CHECK(access(folder.c_str(), W_OK) == 0, flag, ": the folder '", folder, "' is not writable");
-  const double free = free_disk_bytes(folder);
-  MT_CHECK(free < 0 || free >= bytes, flag, ": the file system of '", folder, "' has ",
-           static_cast<int64_t>(free / (1 << 20)), " MiB free, the file needs about ",
-           static_cast<int64_t>(bytes / (1 << 20)), " MiB");
+  check_writable(folder, flag, "the file", bytes);
 }
 
 void check_output_folder(const std::string& dir, const char* flag, double bytes) {
   if (dir.empty()) return;
-  if (std::filesystem::exists(dir)) {
-    MT_CHECK(std::filesystem::is_directory(dir), flag, " '", dir, "' exists and is not a folder");
-    MT_CHECK(access(dir.c_str(), W_OK) == 0, flag, ": the folder '", dir, "' is not writable");
-    const double free = free_disk_bytes(dir);
-    MT_CHECK(free < 0 || free >= bytes, flag, ": the file system of '", dir, "' has ",
-             static_cast<int64_t>(free / (1 << 20)), " MiB free, a checkpoint needs about ",
-             static_cast<int64_t>(bytes / (1 << 20)), " MiB");
+  if (!std::filesystem::exists(dir)) {
+    check_output_file(dir, flag, bytes);  // created by the first save: its folder must take it
     return;
   }
-  check_output_file(dir, flag, bytes);  // created by the first save: its folder must take it
+  MT_CHECK(std::filesystem::is_directory(dir), flag, " '", dir, "' exists and is not a folder");
+  check_writable(dir, flag, "a checkpoint", bytes);
 }
 
 // Sizes are multiplied into element counts and byte counts: bound each one first.
