@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "mesh/layout_copy.h"
 #include "parallel/grad_norm.h"
+#include "parallel/slot_pieces.h"
 
 namespace meshtrain {
 
@@ -77,14 +78,11 @@ void gather_parameters(TrainableState& state, const DeviceMesh& mesh, Model& mod
   // This rank's owned slices, in model order (the order rank 0 receives them in).
   std::map<uint64_t, std::pair<SliceInfo, Tensor>> owned;
   for (const OptimizerSlot& slot : state.held_slots()) {
-    if (slot.tied_copy || !counts_replica(slot.layout, mesh)) continue;
+    if (!owns_slot(slot, mesh)) continue;
     const auto at = index_of.find(slot.name);
     MT_CHECK(at != index_of.end(), "held slot '", slot.name, "' is no parameter of the model");
-    const Parameter& p = *all[at->second];
-    SliceInfo info{at->second, slot.layout.local_shape(p.global_shape(), mesh.layout(), mesh.rank()),
-                   slot.layout.local_pieces(p.global_shape(), mesh.layout(), mesh.rank())};
-    MT_CHECK_EQ(shape_numel(info.local_shape), slot.param.numel(), "slot '", slot.name,
-                "' disagrees with its layout ", slot.layout.to_string());
+    SlotPieces where = slot_pieces(slot, *all[at->second], mesh);
+    SliceInfo info{at->second, std::move(where.local_shape), std::move(where.pieces)};
     const Tensor host = slot.param.device().is_cpu() ? slot.param : slot.param.to(Device::cpu());
     const Tensor value = host.view(0, info.local_shape);
     owned[at->second] = {std::move(info), value};

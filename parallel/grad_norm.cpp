@@ -18,10 +18,14 @@ bool counts_replica(const Layout& layout, const DeviceMesh& mesh) {
   return true;
 }
 
+bool owns_slot(const OptimizerSlot& slot, const DeviceMesh& mesh) {
+  return !slot.tied_copy && counts_replica(slot.layout, mesh);
+}
+
 double global_grad_norm(const std::vector<OptimizerSlot>& slots, const DeviceMesh& mesh) {
   double local = 0.0;
   for (const OptimizerSlot& s : slots)
-    if (!s.tied_copy && counts_replica(s.layout, mesh)) local += ops::sum_squares(s.grad);
+    if (owns_slot(s, mesh)) local += ops::sum_squares(s.grad);
   return std::sqrt(sum_in_rank_order(mesh.world(), local));
 }
 

@@ -19,6 +19,10 @@ namespace meshtrain {
 // True when this rank adds `layout`'s tensor to mesh-wide sums (see above; pp is not checked).
 bool counts_replica(const Layout& layout, const DeviceMesh& mesh);
 
+// True on the one rank whose copy of the slot counts (and which stores or exports it): not a tied
+// copy, and counts_replica.
+bool owns_slot(const OptimizerSlot& slot, const DeviceMesh& mesh);
+
 // Collective over the world: the L2 norm of the gradients of every rank's slots.
 double global_grad_norm(const std::vector<OptimizerSlot>& slots, const DeviceMesh& mesh);
 

@@ -5,7 +5,9 @@
 #include <optional>
 
 #include "core/error.h"
+#include "models/rng.h"
 #include "parallel/grad_norm.h"
+#include "parallel/slot_pieces.h"
 
 namespace meshtrain {
 
@@ -26,33 +28,17 @@ const nlohmann::json& field(const nlohmann::json& object, const std::string& key
   return object.at(key);
 }
 
-// The slot's local tensor shaped by its layout, with the pieces it covers.
-struct SlotView {
-  const Parameter* param;
-  Shape shape;
-  std::vector<LocalPiece> pieces;
-};
-
-SlotView view_of(const OptimizerSlot& slot, const DeviceMesh& mesh,
-                 const std::map<std::string, const Parameter*>& params) {
-  const auto it = params.find(slot.name);
-  MT_CHECK(it != params.end(), "slot '", slot.name, "' is no parameter of the model");
-  const Shape& global = it->second->global_shape();
-  SlotView view{it->second, slot.layout.local_shape(global, mesh.layout(), mesh.rank()),
-                slot.layout.local_pieces(global, mesh.layout(), mesh.rank())};
-  MT_CHECK_EQ(shape_numel(view.shape), slot.param.numel(), "slot '", slot.name,
-              "' disagrees with its layout ", slot.layout.to_string());
-  return view;
-}
-
 std::map<std::string, const Parameter*> by_name(Model& model) {
   std::map<std::string, const Parameter*> out;
   for (const Parameter* p : model.parameters()) out[p->name()] = p;
   return out;
 }
 
-bool owns(const OptimizerSlot& slot, const DeviceMesh& mesh) {
-  return !slot.tied_copy && counts_replica(slot.layout, mesh);
+const Parameter& parameter_of(const OptimizerSlot& slot,
+                              const std::map<std::string, const Parameter*>& params) {
+  const auto it = params.find(slot.name);
+  MT_CHECK(it != params.end(), "slot '", slot.name, "' is no parameter of the model");
+  return *it->second;
 }
 
 }  // namespace
@@ -86,13 +72,10 @@ GPT2Config checkpoint_model(const CheckpointReader& reader) {
 }
 
 DataFingerprint fingerprint_tokens(const std::vector<uint16_t>& tokens) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (uint16_t token : tokens)
-    for (int byte = 0; byte < 2; ++byte) {
-      hash ^= (token >> (8 * byte)) & 0xffu;
-      hash *= 0x100000001b3ull;
-    }
-  return {static_cast<int64_t>(tokens.size()), hash};
+  // The tokens' bytes as the token file stores them (little-endian uint16).
+  const std::string_view bytes(reinterpret_cast<const char*>(tokens.data()),
+                               tokens.size() * sizeof(uint16_t));
+  return {static_cast<int64_t>(tokens.size()), fnv1a64(bytes)};
 }
 
 std::string exp_avg_name(const std::string& param) { return "optimizer.exp_avg." + param; }
@@ -144,19 +127,21 @@ std::vector<StoredTensor> stored_training_state(TrainableState& state, AdamW& op
   const auto params = by_name(model);
   std::vector<StoredTensor> out;
   for (const OptimizerSlot& slot : state.held_slots()) {
-    if (!owns(slot, mesh)) continue;
-    const SlotView v = view_of(slot, mesh, params);
-    out.push_back({slot.name, v.param->global_shape(), slot.param.view(0, v.shape), v.pieces});
+    if (!owns_slot(slot, mesh)) continue;
+    const Parameter& p = parameter_of(slot, params);
+    const SlotPieces where = slot_pieces(slot, p, mesh);
+    out.push_back({slot.name, p.global_shape(), slot.param.view(0, where.local_shape), where.pieces});
   }
   const std::vector<OptimizerSlot> slots = state.optimizer_slots();
   optimizer.prepare_state(slots);  // zero moments before the first step
   for (size_t i = 0; i < slots.size(); ++i) {
-    if (!owns(slots[i], mesh)) continue;
-    const SlotView v = view_of(slots[i], mesh, params);
-    out.push_back({exp_avg_name(slots[i].name), v.param->global_shape(),
-                   optimizer.exp_avg(i).view(0, v.shape), v.pieces});
-    out.push_back({exp_avg_sq_name(slots[i].name), v.param->global_shape(),
-                   optimizer.exp_avg_sq(i).view(0, v.shape), v.pieces});
+    if (!owns_slot(slots[i], mesh)) continue;
+    const Parameter& p = parameter_of(slots[i], params);
+    const SlotPieces where = slot_pieces(slots[i], p, mesh);
+    out.push_back({exp_avg_name(slots[i].name), p.global_shape(),
+                   optimizer.exp_avg(i).view(0, where.local_shape), where.pieces});
+    out.push_back({exp_avg_sq_name(slots[i].name), p.global_shape(),
+                   optimizer.exp_avg_sq(i).view(0, where.local_shape), where.pieces});
   }
   return out;
 }
@@ -169,12 +154,12 @@ void restore_optimizer(CheckpointReader& reader, TrainableState& state, AdamW& o
   const std::vector<OptimizerSlot> slots = state.optimizer_slots();
   optimizer.prepare_state(slots);
   for (size_t i = 0; i < slots.size(); ++i) {
-    const SlotView v = view_of(slots[i], mesh, params);
-    const Shape& global = v.param->global_shape();
-    reader.read(exp_avg_name(slots[i].name), global, optimizer.exp_avg(i).view(0, v.shape),
-                v.pieces);
-    reader.read(exp_avg_sq_name(slots[i].name), global, optimizer.exp_avg_sq(i).view(0, v.shape),
-                v.pieces);
+    const Parameter& p = parameter_of(slots[i], params);
+    const SlotPieces where = slot_pieces(slots[i], p, mesh);
+    reader.read(exp_avg_name(slots[i].name), p.global_shape(),
+                optimizer.exp_avg(i).view(0, where.local_shape), where.pieces);
+    reader.read(exp_avg_sq_name(slots[i].name), p.global_shape(),
+                optimizer.exp_avg_sq(i).view(0, where.local_shape), where.pieces);
   }
 }
 
