@@ -20,7 +20,7 @@
 #include "bench/train/token_corpus.h"
 #include "core/comm/local/spawn_ranks.h"
 #include "core/error.h"
-#include "core/ops/cpu/cpu_ops.h"
+#include "core/ops/cpu/cpu_threads.h"
 
 namespace meshtrain::bench {
 namespace {
@@ -52,7 +52,7 @@ ThreadsResult measure(int threads, const BenchSettings& s, const ModeSpec& spec,
                       const std::string& data_path, const std::vector<StepGemm>& gemms) {
   ThreadsResult r;
   r.threads = threads;
-  ops::cpu::set_blas_threads(threads);
+  ops::cpu::set_cpu_threads(threads);
   // spawn_ranks only forces one BLAS thread when world > 1; confirm from the rank's own thread.
   spawn_ranks(1, [&](RankContext&) { r.rank_blas_threads = openblas_get_num_threads(); });
   double flops = 0.0, fwd_flops = 0.0, fwd_s = 0.0;

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/ops/cpu/cpu_ops.h"
+#include "core/ops/cpu/cpu_threads.h"
 #include "core/ops/ops.h"
 
 namespace {
@@ -59,7 +59,7 @@ void raw_sgemm(benchmark::State& state, GemmShape s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  meshtrain::ops::cpu::set_blas_threads(1);
+  meshtrain::ops::cpu::set_cpu_threads(1);
   const GemmShape shapes[] = {{2048, 768, 2304}, {2048, 768, 768},  {2048, 768, 3072},
                               {2048, 3072, 768}, {4096, 768, 2304}, {4096, 768, 768},
                               {4096, 768, 3072}, {4096, 3072, 768}};

@@ -7,7 +7,7 @@
 
 #include "core/comm/local/local_world.h"
 #include "core/error.h"
-#include "core/ops/cpu/cpu_ops.h"
+#include "core/ops/cpu/cpu_threads.h"
 
 namespace meshtrain {
 
@@ -57,7 +57,10 @@ class FailureLog {
 void spawn_ranks(int world_size, const std::function<void(RankContext&)>& fn,
                  CommOptions options) {
   MT_CHECK_GE(world_size, 1, "spawn_ranks needs at least one rank");
-  if (world_size > 1) ops::cpu::set_blas_threads(1);
+  // Ranks sharing the cores run one CPU thread each; a single rank keeps the caller's count. The
+  // count is per thread (OpenMP), so each rank thread sets it for itself.
+  const int rank_cpu_threads = world_size > 1 ? 1 : ops::cpu::cpu_threads();
+  if (world_size > 1) ops::cpu::set_cpu_threads(1);
   // Before the world: buffers the world still holds are charged to these trackers.
   std::vector<MemoryTracker> trackers(world_size);
   LocalWorld world(world_size, options);
@@ -67,6 +70,7 @@ void spawn_ranks(int world_size, const std::function<void(RankContext&)>& fn,
   for (int rank = 0; rank < world_size; ++rank) {
     threads.emplace_back([&, rank] {
       MemoryScope memory(&trackers[rank]);
+      ops::cpu::set_cpu_threads(rank_cpu_threads);
       // Declared outside the try: the rank's failure is logged and the world aborted before its
       // communicator goes away, so peers see the abort rather than a vanished communicator.
       std::unique_ptr<Communicator> comm;

@@ -7,8 +7,4 @@
 
 namespace meshtrain::ops::cpu {
 #include "core/ops/op_list.inc"
-
-// OpenBLAS threads per call. Ranks sharing a process each run single-threaded BLAS so that they
-// do not oversubscribe the cores.
-void set_blas_threads(int threads);
 }  // namespace meshtrain::ops::cpu

@@ -1,4 +1,4 @@
-// GEMM through OpenBLAS: the matmul kernel, the shared sgemm helper and the BLAS thread count.
+// GEMM through OpenBLAS: the matmul kernel and the shared sgemm helper.
 #include <cblas.h>
 
 #include <algorithm>
@@ -33,11 +33,6 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b, bool trans_a, b
   const int64_t k = trans_a ? a.dim(0) : a.dim(1);
   sgemm(trans_a, trans_b, out.dim(0), out.dim(1), k, alpha, a.data<float>(), a.dim(1),
         b.data<float>(), b.dim(1), beta, out.data<float>(), out.dim(1));
-}
-
-void set_blas_threads(int threads) {
-  MT_CHECK_GE(threads, 1, "set_blas_threads: need at least one thread");
-  openblas_set_num_threads(threads);
 }
 
 }  // namespace meshtrain::ops::cpu

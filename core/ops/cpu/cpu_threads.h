@@ -1,0 +1,17 @@
+// How many threads the CPU kernels of the calling thread use. Local-backend ranks are threads of one
+// process, so the setting is per calling thread: it is OpenMP's nthreads ICV (omp_set_num_threads),
+// which the kernels' parallel regions and oneDNN (libgomp) read. OpenBLAS has only a process-wide
+// count, which set_cpu_threads sets too (see cpu_threads.cpp).
+#pragma once
+
+namespace meshtrain::ops::cpu {
+
+// Threads for the calling thread's CPU kernels (>= 1), and for OpenBLAS process-wide. Ranks
+// sharing a process each run with one thread so that they do not oversubscribe the cores.
+void set_cpu_threads(int threads);
+
+// The calling thread's setting: the last set_cpu_threads on this thread, else OpenMP's default
+// (OMP_NUM_THREADS or the number of cores).
+int cpu_threads();
+
+}  // namespace meshtrain::ops::cpu
