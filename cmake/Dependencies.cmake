@@ -28,6 +28,7 @@ find_package(Boost 1.71 REQUIRED)  # Boost.Graph is header-only
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(ZLIB REQUIRED)  # crc32 of checkpoint chunks
+find_package(dnnl 2.6 REQUIRED)  # oneDNN from libdnnl-dev: bf16 GEMMs on CPUs
 
 # CUDA toolkit with cuBLAS.
 set(_cuda_found OFF)

@@ -61,8 +61,9 @@ ParallelModel ParallelPlan::apply(DeviceMesh& mesh, Model& model,
   result.engine = std::make_unique<Engine>(*ctx.model, make_unit_plan(*ctx.model, ctx.unit_specs));
   for (StepHooks* h : ctx.hooks) result.engine->add_hooks(h);
   result.state = std::move(ctx.state);
-  result.runner = ctx.make_runner ? ctx.make_runner(*result.engine, *result.state, mesh)
-                                  : std::make_unique<StepRunner>(*result.engine, mesh);
+  result.runner = ctx.make_runner
+                      ? ctx.make_runner(*result.engine, *result.state, mesh, ctx.compute_dtype)
+                      : std::make_unique<StepRunner>(*result.engine, mesh);
   return result;
 }
 

@@ -21,8 +21,9 @@ class DeviceMesh;
 enum class StrategyKind { pipeline = 0, tensor = 1, data = 2 };  // also the order of application
 std::string_view strategy_kind_name(StrategyKind kind);
 
-using RunnerFactory =
-    std::function<std::unique_ptr<StepRunner>(Engine&, TrainableState&, DeviceMesh&)>;
+// activation_dtype: what layers compute in and pass between stages (the plan's compute_dtype).
+using RunnerFactory = std::function<std::unique_ptr<StepRunner>(
+    Engine&, TrainableState&, DeviceMesh&, DType activation_dtype)>;
 
 // What strategies transform, in order. Each may narrow the model and replace the step runner
 // (pipeline), parallelize layers (tensor parallel), regroup units, add hooks, and take over the
@@ -36,6 +37,8 @@ struct ParallelContext {
   std::vector<StepHooks*> hooks;
   std::unique_ptr<TrainableState> state;
   RunnerFactory make_runner;  // empty: the default StepRunner
+  // The dtype parameters are unsharded in, and so what layers compute in (FSDP's param_dtype).
+  DType compute_dtype = DType::f32;
 };
 
 class Strategy {

@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(
   cmake g++ make pkg-config
-  libopenblas-dev          # CPU GEMMs
+  libopenblas-dev          # CPU GEMMs (f32)
+  libdnnl-dev              # CPU GEMMs (bf16, oneDNN)
   libboost-graph-dev       # topology graphs
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev

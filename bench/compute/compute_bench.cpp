@@ -1,14 +1,14 @@
 // Compute efficiency of one rank: the GPT-2 training step's achieved FLOP/s (model FLOPs / median
-// step time through Trainer) against raw cblas_sgemm at the step's own GEMM shapes, once with one
-// BLAS thread and once with all cores, in one run. f32 only.
+// step time through Trainer) against the raw GEMM library at the step's own GEMM shapes, in f32
+// (cblas_sgemm; the step computes in f32) and in bf16 (oneDNN; the step runs with FSDP
+// param_dtype=bf16: bf16 parameters, activations and gradients, fp32 masters), once with one
+// thread and once with all cores, in one run.
 //
 //   compute_bench [--threads=N] [--dim=512] [--layers=6] [--heads=8] [--seq=128] [--batch=8]
 //                 [--warmup=2] [--steps=5]
 //
-// --threads=N measures only N BLAS threads (e.g. under taskset -c 0 with N=1); by default 1 and
+// --threads=N measures only N threads (e.g. under taskset -c 0 with N=1); by default 1 and
 // std::thread::hardware_concurrency().
-#include <cblas.h>
-
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -25,15 +25,24 @@
 namespace meshtrain::bench {
 namespace {
 
-struct ThreadsResult {
+struct Measurement {
   int threads = 0;
-  int rank_blas_threads = 0;  // what the Trainer's rank thread sees
-  std::vector<double> gemm_s;  // sgemm seconds per call, in step_gemms order
-  double sgemm_step_gflops = 0.0;  // all of a step's GEMMs: their FLOPs / their summed time
-  double sgemm_fwd_gflops = 0.0;   // the forward GEMMs only
-  double sgemm_step_s = 0.0;       // the step's GEMMs back to back under raw sgemm
+  DType dtype = DType::f32;
+  int rank_threads = 0;         // what the Trainer's rank thread sees
+  std::vector<double> gemm_s;   // seconds per call, in step_gemms order
+  double gemm_step_gflops = 0.0;  // all of a step's GEMMs: their FLOPs / their summed time
+  double gemm_fwd_gflops = 0.0;   // the forward GEMMs only
+  double gemm_step_s = 0.0;       // the step's GEMMs back to back under the raw library
   ModeResult step;
 };
+
+// One rank on a one-rank data axis, so that FSDP's mixed precision applies; in f32 FSDP's
+// parameters are views of its shards and the step is the plain single-rank step.
+ModeSpec step_spec(DType dtype) {
+  ModeSpec spec{std::string(dtype_name(dtype)), MeshLayout({{"dp_shard", 1}}), {}};
+  if (dtype == DType::bf16) spec.strategies["fsdp"]["param_dtype"] = "bf16";
+  return spec;
+}
 
 // Consumes --threads=N; every other argument is left in argv.
 int take_threads(int& argc, char** argv) {
@@ -48,34 +57,39 @@ int take_threads(int& argc, char** argv) {
   return threads;
 }
 
-ThreadsResult measure(int threads, const BenchSettings& s, const ModeSpec& spec,
-                      const std::string& data_path, const std::vector<StepGemm>& gemms) {
-  ThreadsResult r;
+Measurement measure(int threads, DType dtype, const BenchSettings& s, const std::string& data_path,
+                    const std::vector<StepGemm>& gemms) {
+  Measurement r;
   r.threads = threads;
+  r.dtype = dtype;
   ops::cpu::set_cpu_threads(threads);
-  // spawn_ranks only forces one BLAS thread when world > 1; confirm from the rank's own thread.
-  spawn_ranks(1, [&](RankContext&) { r.rank_blas_threads = openblas_get_num_threads(); });
+  // spawn_ranks keeps the caller's count for a single rank; confirm from the rank's own thread.
+  spawn_ranks(1, [&](RankContext&) { r.rank_threads = ops::cpu::cpu_threads(); });
   double flops = 0.0, fwd_flops = 0.0, fwd_s = 0.0;
   for (const StepGemm& g : gemms) {
-    const double sec = sgemm_seconds(g);
+    const double sec = gemm_seconds(g, dtype);
     r.gemm_s.push_back(sec);
     flops += g.flops() * g.per_step;
-    r.sgemm_step_s += sec * g.per_step;
+    r.gemm_step_s += sec * g.per_step;
     if (g.forward) {
       fwd_flops += g.flops() * g.per_step;
       fwd_s += sec * g.per_step;
     }
   }
-  r.sgemm_step_gflops = 1e-9 * flops / r.sgemm_step_s;
-  r.sgemm_fwd_gflops = 1e-9 * fwd_flops / fwd_s;
-  r.step = run_mode(s, spec, data_path);
+  r.gemm_step_gflops = 1e-9 * flops / r.gemm_step_s;
+  r.gemm_fwd_gflops = 1e-9 * fwd_flops / fwd_s;
+  r.step = run_mode(s, step_spec(dtype), data_path);
   return r;
 }
 
-void print_gemms(const std::vector<StepGemm>& gemms, const std::vector<ThreadsResult>& results) {
-  std::printf("\n%-20s %-3s %16s %9s", "sgemm", "op", "m x n x k", "per step");
-  for (const ThreadsResult& r : results)
-    std::printf(" %9s", ("GF/s@" + std::to_string(r.threads)).c_str());
+std::string label(const Measurement& r) {
+  return std::string(dtype_name(r.dtype)) + "@" + std::to_string(r.threads);
+}
+
+void print_gemms(const std::vector<StepGemm>& gemms, const std::vector<Measurement>& results) {
+  std::printf("\nGEMM GFLOP/s (f32: cblas_sgemm, bf16: oneDNN) at dtype@threads\n");
+  std::printf("%-20s %-3s %16s %9s", "gemm", "op", "m x n x k", "per step");
+  for (const Measurement& r : results) std::printf(" %9s", label(r).c_str());
   std::printf("\n");
   for (size_t i = 0; i < gemms.size(); ++i) {
     const StepGemm& g = gemms[i];
@@ -84,22 +98,26 @@ void print_gemms(const std::vector<StepGemm>& gemms, const std::vector<ThreadsRe
         std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k);
     std::printf("%-20s %-3s %16s %9lld", g.name.c_str(), op.c_str(), shape.c_str(),
                 static_cast<long long>(g.per_step));
-    for (const ThreadsResult& r : results) std::printf(" %9.1f", 1e-9 * g.flops() / r.gemm_s[i]);
+    for (const Measurement& r : results) std::printf(" %9.1f", 1e-9 * g.flops() / r.gemm_s[i]);
     std::printf("\n");
   }
 }
 
-void print_summary(const std::vector<ThreadsResult>& results, double model_gflop) {
-  std::printf("\n%7s %12s %13s %14s %13s %8s %10s %10s %12s %12s %7s\n", "threads",
-              "rank threads", "sgemm fwd", "sgemm step mix", "sgemm s/step", "step ms",
-              "cpu s/step", "step GF/s", "step/sgemm", "step/fwd", "loss");
-  for (const ThreadsResult& r : results) {
+void print_summary(const std::vector<Measurement>& results, double model_gflop) {
+  std::printf("\n%7s %5s %12s %9s %13s %12s %8s %10s %10s %11s %10s %7s\n", "threads", "dtype",
+              "rank threads", "gemm fwd", "gemm step mix", "gemm s/step", "step ms", "cpu s/step",
+              "step GF/s", "step/gemm", "vs f32", "loss");
+  for (const Measurement& r : results) {
     const double step_gflops = model_gflop / r.step.step_s;
-    std::printf("%7d %12d %13.1f %14.1f %13.3f %8.1f %10.2f %10.1f %12.3f %12.3f %7.4f\n",
-                r.threads, r.rank_blas_threads, r.sgemm_fwd_gflops, r.sgemm_step_gflops,
-                r.sgemm_step_s, r.step.step_s * 1e3, r.step.cpu_s, step_gflops,
-                step_gflops / r.sgemm_step_gflops, step_gflops / r.sgemm_fwd_gflops,
-                r.step.final_loss);
+    // The f32 step at the same thread count, measured in this run.
+    double f32_step_s = 0.0;
+    for (const Measurement& o : results)
+      if (o.threads == r.threads && o.dtype == DType::f32) f32_step_s = o.step.step_s;
+    std::printf("%7d %5s %12d %9.1f %13.1f %12.3f %8.1f %10.2f %10.1f %11.3f %10.3f %7.4f\n",
+                r.threads, std::string(dtype_name(r.dtype)).c_str(), r.rank_threads,
+                r.gemm_fwd_gflops, r.gemm_step_gflops, r.gemm_step_s, r.step.step_s * 1e3,
+                r.step.cpu_s, step_gflops, step_gflops / r.gemm_step_gflops,
+                f32_step_s > 0 ? r.step.step_s / f32_step_s : 0.0, r.step.final_loss);
   }
 }
 
@@ -119,8 +137,7 @@ int main(int argc, char** argv) {
   MT_CHECK_EQ(s.world, 1, "compute_bench measures one rank: --world must be 1");
 
   TokenCorpus corpus(s.batch * (s.seq + 1) * 4);
-  const ModeSpec spec{"single", MeshLayout(), {}};  // no mesh axes: one rank, no parallelism
-  const GPT2Config model = make_train_config(s, spec, corpus.path()).model;
+  const GPT2Config model = make_train_config(s, step_spec(DType::f32), corpus.path()).model;
   const std::vector<StepGemm> gemms = step_gemms(model, s.batch, s.seq);
 
   // Model FLOPs of a step: 6 * parameters * tokens (forward 2, backward 4 per parameter and
@@ -137,7 +154,7 @@ int main(int argc, char** argv) {
   for (const StepGemm& g : gemms) gemm_gflop += 1e-9 * g.flops() * g.per_step;
 
   std::printf("compute_bench: %s (%.2fM params), batch %lld x seq %lld = %.0f tokens, one rank, "
-              "%d warm-up + %d measured steps, f32\n",
+              "%d warm-up + %d measured steps, f32 and bf16\n",
               model.describe().c_str(), model.num_parameters() / 1e6,
               static_cast<long long>(s.batch), static_cast<long long>(s.seq), tokens, s.warmup,
               s.steps);
@@ -153,13 +170,16 @@ int main(int argc, char** argv) {
     const int all = static_cast<int>(std::thread::hardware_concurrency());
     if (all > 1) thread_counts.push_back(all);
   }
-  std::vector<ThreadsResult> results;
-  for (const int t : thread_counts) results.push_back(measure(t, s, spec, corpus.path(), gemms));
+  std::vector<Measurement> results;
+  for (const int t : thread_counts)
+    for (const DType dtype : {DType::f32, DType::bf16})
+      results.push_back(measure(t, dtype, s, corpus.path(), gemms));
 
   print_gemms(gemms, results);
   print_summary(results, model_gflop);
-  std::printf("\nsgemm step mix = every GEMM of a step (FLOP-weighted); sgemm fwd = the forward "
-              "ones; step GF/s = model FLOPs / median step time; step/sgemm = step GF/s / sgemm "
-              "step mix.\n");
+  std::printf("\ngemm step mix = every GEMM of a step (FLOP-weighted) in the row's dtype; gemm fwd "
+              "= the forward ones; step GF/s = model FLOPs / median step time; step/gemm = step "
+              "GF/s / gemm step mix; vs f32 = step time / the f32 step time at the same threads."
+              "\n");
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bench/train/mode_run.h"
+#include "core/ops/cpu/blas.h"
 
 namespace meshtrain::bench {
 
@@ -27,6 +28,12 @@ std::vector<float> filled(int64_t size) {
   for (size_t i = 0; i < v.size(); ++i)
     v[i] = 0.01f * static_cast<float>(static_cast<int>(i % 97) - 48);
   return v;
+}
+
+std::vector<BF16> to_bf16(const std::vector<float>& v) {
+  std::vector<BF16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = meshtrain::to_bf16(v[i]);
+  return out;
 }
 
 }  // namespace
@@ -58,17 +65,24 @@ std::vector<StepGemm> step_gemms(const GPT2Config& model, int64_t batch, int64_t
   return g;
 }
 
-double sgemm_seconds(const StepGemm& g) {
+double gemm_seconds(const StepGemm& g, DType dtype) {
   using Clock = std::chrono::steady_clock;
   const std::vector<float> a = filled((g.trans_a ? g.k : g.m) * g.lda);
   const std::vector<float> b = filled((g.trans_b ? g.n : g.k) * g.ldb);
   std::vector<float> c = filled(g.m * g.ldc);
+  const std::vector<BF16> a16 = to_bf16(a), b16 = to_bf16(b);
+  std::vector<BF16> c16 = to_bf16(c);
   const auto call = [&] {
-    cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans,
-                g.trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(g.m),
-                static_cast<blasint>(g.n), static_cast<blasint>(g.k), 1.0f, a.data(),
-                static_cast<blasint>(g.lda), b.data(), static_cast<blasint>(g.ldb), g.beta,
-                c.data(), static_cast<blasint>(g.ldc));
+    if (dtype == DType::bf16) {
+      ops::cpu::bf16_gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, a16.data(), g.lda,
+                          b16.data(), g.ldb, g.beta, c16.data(), DType::bf16, g.ldc);
+    } else {
+      cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans,
+                  g.trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(g.m),
+                  static_cast<blasint>(g.n), static_cast<blasint>(g.k), 1.0f, a.data(),
+                  static_cast<blasint>(g.lda), b.data(), static_cast<blasint>(g.ldb), g.beta,
+                  c.data(), static_cast<blasint>(g.ldc));
+    }
   };
   call();
   // Each repeat loops for at least 20 ms so that the small attention GEMMs are timed over many

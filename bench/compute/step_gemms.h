@@ -1,11 +1,12 @@
 // The GEMMs of one GPT-2 training step (one rank, no parallelism), as the CPU kernels issue them,
-// and their throughput under raw cblas_sgemm: the ceiling the step's achieved FLOP/s is held to.
+// and their throughput under the raw GEMM libraries: the ceiling for the step's achieved FLOP/s.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "models/gpt2_config.h"
 
 namespace meshtrain::bench {
@@ -28,8 +29,8 @@ struct StepGemm {
 // GEMMs forward and backward, with the strides and beta of core/ops/cpu.
 std::vector<StepGemm> step_gemms(const GPT2Config& model, int64_t batch, int64_t seq);
 
-// Seconds per cblas_sgemm call of `g` on its own buffers: the median over repeated timed loops,
-// after a warm-up call.
-double sgemm_seconds(const StepGemm& g);
+// Seconds per call of `g` on its own buffers, f32 through cblas_sgemm or bf16 through oneDNN (the
+// kernels' two GEMM paths): the median over repeated timed loops, after a warm-up call.
+double gemm_seconds(const StepGemm& g, DType dtype);
 
 }  // namespace meshtrain::bench

@@ -37,12 +37,9 @@ class Args {
   Device device() const { return device_; }
   const char* op() const { return op_; }
 
-  // An activation, parameter or gradient: f32 on the CPU, f32 or bf16 on CUDA.
+  // An activation, parameter or gradient: f32 or bf16.
   void compute(const char* name, const Tensor& t) {
     tensor(name, t);
-    if (t.dtype() == DType::bf16 && t.device().is_cpu())
-      throw NotSupported(detail::concat(op_, ": CPU kernels compute in f32, got ", name, " = ",
-                                        t.describe(), " (convert it with ops::cast)"));
     MT_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::bf16, op_, ": ", name,
              " must be f32 or bf16, got ", t.describe());
     if (!dtype_name_) {

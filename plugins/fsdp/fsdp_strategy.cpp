@@ -66,6 +66,7 @@ void FsdpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& a
            "fsdp grad_sync every cannot be honoured under pipeline parallelism: a schedule "
            "interleaves micro-batches, so each unit reduces its gradients once, on its last "
            "backward of the step; drop the option or ask for last");
+  ctx.compute_dtype = options_.param_dtype;
   std::vector<std::unique_ptr<FsdpUnit>> units;
   for (int u = 0; u < static_cast<int>(plan.units.size()); ++u) {
     FsdpUnitConfig config;

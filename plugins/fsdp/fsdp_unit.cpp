@@ -126,7 +126,7 @@ void FsdpUnit::unshard() {
   gather_.reset();
   if (g.work) wait(g.work);
   for (const ParamShard& s : layout_.params) {
-    s.param->set_value(assemble(g.output, s, s.param->dtype()));
+    s.param->set_value(assemble(g.output, s, config_.param_dtype));
     s.param->make_available();
   }
   state_ = ShardState::unsharded;
@@ -165,7 +165,7 @@ void FsdpUnit::prepare_grads() {
                 "the plan");
     if (!trainable) continue;
     if (!full_grads_[i].defined())
-      full_grads_[i] = Tensor::zeros(p.shape(), p.dtype(), master_.device());
+      full_grads_[i] = Tensor::zeros(p.shape(), config_.param_dtype, master_.device());
     p.set_grad(full_grads_[i]);
   }
 }

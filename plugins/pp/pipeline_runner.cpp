@@ -97,15 +97,16 @@ PipelineTiming& PipelineTiming::operator+=(const PipelineTiming& other) {
 
 Tensor PipelineRunner::boundary_buffer(const MicroBatch& mb) {
   MemoryCategoryScope scope(MemoryCategory::activation);
-  return Tensor::empty(engine_.model().activation_shape(mb));
+  return Tensor::empty(engine_.model().activation_shape(mb), activation_dtype_);
 }
 
 PipelineRunner::PipelineRunner(Engine& engine, TrainableState& state, DeviceMesh& mesh,
-                               PipelinePlacement placement)
+                               PipelinePlacement placement, DType activation_dtype)
     : StepRunner(engine, mesh),
       state_(state),
       pp_(mesh.comm(mesh_axis::pp)),
-      placement_(std::move(placement)) {}
+      placement_(std::move(placement)),
+      activation_dtype_(activation_dtype) {}
 
 const Schedule& PipelineRunner::schedule(int micro_batches) {
   auto it = schedules_.find(micro_batches);

@@ -47,8 +47,9 @@ struct PipelineTiming {
 
 class PipelineRunner : public StepRunner {
  public:
+  // activation_dtype: the dtype of the hidden state passed between stages (what layers compute in).
   PipelineRunner(Engine& engine, TrainableState& state, DeviceMesh& mesh,
-                 PipelinePlacement placement);
+                 PipelinePlacement placement, DType activation_dtype = DType::f32);
 
   double run(std::vector<MicroBatch>& micro_batches, double global_tokens) override;
   // The schedule for `micro_batches` (generated once per count).
@@ -64,6 +65,7 @@ class PipelineRunner : public StepRunner {
   TrainableState& state_;
   Communicator& pp_;
   PipelinePlacement placement_;
+  DType activation_dtype_;
   std::map<int, Schedule> schedules_;
   PipelineTiming timing_;
 };

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/ops/ops.h"
+#include "tests/ops/bf16_reference.h"
 #include "tests/ops/grad_check.h"
 #include "tests/ops/test_tensors.h"
 #include "tests/support/error_message.h"
@@ -10,7 +11,10 @@
 namespace meshtrain {
 namespace {
 
+using test::bf16_copy;
+using test::expect_bf16_near;
 using test::random_tensor;
+using test::reference_product;
 
 constexpr int64_t kRows = 6, kIn = 4, kOut = 5;
 
@@ -129,11 +133,52 @@ TEST(OpsLinearValidation, UndefinedAndMixedDtypes) {
         ops::linear_forward(out, in, Tensor::empty({4, 5}, DType::i32), Tensor());
       },
       "linear_forward: weight must be f32 or bf16, got i32[4, 5] on cpu");
-  testing::expect_error<NotSupported>(
+  testing::expect_error<InvalidArgument>(
       [&] {
         ops::linear_forward(out, in, Tensor::empty({4, 5}, DType::bf16), Tensor());
       },
-      "linear_forward: CPU kernels compute in f32, got weight = bf16[4, 5] on cpu");
+      "linear_forward: weight must have the dtype of in (f32), got bf16[4, 5] on cpu");
+}
+
+// bf16 runs on oneDNN with f32 accumulation (tests/ops/bf16_reference.h).
+// Odd sizes, so that no dimension is a multiple of oneDNN's blocking.
+constexpr int64_t kBigRows = 37, kBigIn = 70, kBigOut = 53;
+
+TEST(OpsLinearBf16, ForwardIsTheRoundedProductOfTheBf16Inputs) {
+  const Tensor in = bf16_copy(random_tensor({kBigRows, kBigIn}, 1));
+  const Tensor weight = bf16_copy(random_tensor({kBigIn, kBigOut}, 2));
+  const Tensor bias = bf16_copy(random_tensor({kBigOut}, 3));
+  std::vector<double> expected =
+      reference_product(in.to_vector(), weight.to_vector(), kBigRows, kBigIn, kBigOut, false, false);
+  const Tensor out = Tensor::empty({kBigRows, kBigOut}, DType::bf16);
+  ops::linear_forward(out, in, weight, Tensor());
+  expect_bf16_near(out, expected, "without bias");
+  const std::vector<float> b = bias.to_vector();
+  for (int64_t r = 0; r < kBigRows; ++r)
+    for (int64_t o = 0; o < kBigOut; ++o) expected[r * kBigOut + o] += b[o];
+  ops::linear_forward(out, in, weight, bias);
+  expect_bf16_near(out, expected, "with bias");
+}
+
+TEST(OpsLinearBf16, BackwardGradientsAndAccumulation) {
+  const Tensor in = bf16_copy(random_tensor({kBigRows, kBigIn}, 1));
+  const Tensor weight = bf16_copy(random_tensor({kBigIn, kBigOut}, 2));
+  const Tensor d_out = bf16_copy(random_tensor({kBigRows, kBigOut}, 4));
+  const Tensor d_weight = bf16_copy(random_tensor({kBigIn, kBigOut}, 5));  // earlier micro-batches
+  const Tensor d_bias = bf16_copy(random_tensor({kBigOut}, 6));
+  const std::vector<float> w0 = d_weight.to_vector(), b0 = d_bias.to_vector();
+  const Tensor d_in = Tensor::empty({kBigRows, kBigIn}, DType::bf16);
+  ops::linear_backward(d_in, d_weight, d_bias, d_out, in, weight);
+
+  const std::vector<float> x = in.to_vector(), w = weight.to_vector(), dy = d_out.to_vector();
+  expect_bf16_near(d_in, reference_product(dy, w, kBigRows, kBigOut, kBigIn, false, true), "d_in");
+  std::vector<double> dw = reference_product(x, dy, kBigIn, kBigRows, kBigOut, true, false);
+  for (size_t i = 0; i < dw.size(); ++i) dw[i] += w0[i];
+  expect_bf16_near(d_weight, dw, "d_weight += in^T d_out");
+  std::vector<double> db(b0.begin(), b0.end());
+  for (int64_t r = 0; r < kBigRows; ++r)
+    for (int64_t o = 0; o < kBigOut; ++o) db[o] += dy[r * kBigOut + o];
+  expect_bf16_near(d_bias, db, "d_bias += column sums");
 }
 
 }  // namespace

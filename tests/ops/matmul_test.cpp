@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/ops/ops.h"
+#include "tests/ops/bf16_reference.h"
 #include "tests/ops/test_tensors.h"
 #include "tests/support/error_message.h"
 
@@ -46,9 +47,32 @@ TEST_P(OpsMatmul, MatchesNaiveLoops) {
 INSTANTIATE_TEST_SUITE_P(Transposes, OpsMatmul,
                          ::testing::Combine(::testing::Bool(), ::testing::Bool()));
 
+// bf16 on oneDNN: the same product from the bf16 inputs, rounded once (tests/ops/bf16_reference.h).
+// Odd sizes keep every dimension off oneDNN's blocking.
+TEST_P(OpsMatmul, Bf16MatchesTheProductOfTheBf16Inputs) {
+  const auto [ta, tb] = GetParam();
+  const int64_t m = 33, n = 45, k = 29;
+  const Tensor a = test::bf16_copy(random_tensor(ta ? Shape{k, m} : Shape{m, k}, 1));
+  const Tensor b = test::bf16_copy(random_tensor(tb ? Shape{n, k} : Shape{k, n}, 2));
+  const Tensor out = test::bf16_copy(random_tensor({m, n}, 3));
+  std::vector<double> expected =
+      test::reference_product(a.to_vector(), b.to_vector(), m, k, n, ta, tb);
+  const std::vector<float> before = out.to_vector();
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] = 0.5 * expected[i] + 2.0 * before[i];
+  ops::matmul(out, a, b, ta, tb, 0.5f, 2.0f);
+  test::expect_bf16_near(out, expected, "bf16 matmul");
+}
+
 TEST(OpsMatmulEdges, EmptyInnerDimScalesByBeta) {
   const Tensor out = Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
   ops::matmul(out, Tensor::empty({2, 0}), Tensor::empty({0, 2}), false, false, 1.0f, 3.0f);
+  EXPECT_EQ(out.to_vector(), (std::vector<float>{3, 6, 9, 12}));
+}
+
+TEST(OpsMatmulEdges, Bf16EmptyInnerDimScalesByBeta) {
+  const Tensor out = test::bf16_copy(Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2}));
+  ops::matmul(out, Tensor::empty({2, 0}, DType::bf16), Tensor::empty({0, 2}, DType::bf16), false,
+              false, 1.0f, 3.0f);
   EXPECT_EQ(out.to_vector(), (std::vector<float>{3, 6, 9, 12}));
 }
 

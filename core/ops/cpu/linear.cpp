@@ -1,14 +1,46 @@
-// Linear layer in GPT-2's Conv1D layout (weight [in, out]): one GEMM each way plus the bias.
+// Linear layer in GPT-2's Conv1D layout (weight [in, out]): one GEMM each way plus the bias. f32
+// runs on OpenBLAS, bf16 on oneDNN (fp32 accumulation, the bias fused into the forward GEMM).
 #include <algorithm>
+#include <vector>
 
 #include "core/ops/cpu/blas.h"
 #include "core/ops/cpu/cpu_ops.h"
 
 namespace meshtrain::ops::cpu {
 
+namespace {
+int64_t rows_of(const Tensor& in, int64_t in_features) {
+  return in.numel() / std::max<int64_t>(in_features, 1);
+}
+
+// d_bias += column sums of d_out [rows, cols]: f32 accumulates in place, bf16 through f32 sums
+// rounded once.
+void add_column_sums(float* d_bias, const float* d_out, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = d_out + r * cols;
+    for (int64_t o = 0; o < cols; ++o) d_bias[o] += row[o];
+  }
+}
+void add_column_sums(BF16* d_bias, const BF16* d_out, int64_t rows, int64_t cols) {
+  std::vector<float> sums(static_cast<size_t>(cols));
+  for (int64_t o = 0; o < cols; ++o) sums[o] = to_f32(d_bias[o]);
+  for (int64_t r = 0; r < rows; ++r) {
+    const BF16* row = d_out + r * cols;
+    for (int64_t o = 0; o < cols; ++o) sums[o] += to_f32(row[o]);
+  }
+  for (int64_t o = 0; o < cols; ++o) d_bias[o] = to_bf16(sums[o]);
+}
+}  // namespace
+
 void linear_forward(const Tensor& out, const Tensor& in, const Tensor& weight, const Tensor& bias) {
   const int64_t in_features = weight.dim(0), out_features = weight.dim(1);
-  const int64_t rows = in.numel() / std::max<int64_t>(in_features, 1);
+  const int64_t rows = rows_of(in, in_features);
+  if (in.dtype() == DType::bf16) {
+    bf16_gemm(false, false, rows, out_features, in_features, 1.0f, in.data<BF16>(), in_features,
+              weight.data<BF16>(), out_features, 0.0f, out.data<BF16>(), DType::bf16,
+              out_features, bias.defined() ? bias.data<BF16>() : nullptr);
+    return;
+  }
   float* y = out.data<float>();
   // Seeding the output with the bias lets the GEMM add onto it (beta = 1) in the same pass that
   // would otherwise zero it, so the bias costs no extra sweep over the output.
@@ -23,7 +55,19 @@ void linear_forward(const Tensor& out, const Tensor& in, const Tensor& weight, c
 void linear_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor& d_bias,
                      const Tensor& d_out, const Tensor& in, const Tensor& weight) {
   const int64_t in_features = weight.dim(0), out_features = weight.dim(1);
-  const int64_t rows = in.numel() / std::max<int64_t>(in_features, 1);
+  const int64_t rows = rows_of(in, in_features);
+  if (in.dtype() == DType::bf16) {
+    const BF16* dy = d_out.data<BF16>();
+    if (d_in.defined())
+      bf16_gemm(false, true, rows, in_features, out_features, 1.0f, dy, out_features,
+                weight.data<BF16>(), out_features, 0.0f, d_in.data<BF16>(), DType::bf16,
+                in_features);
+    if (d_weight.defined())
+      bf16_gemm(true, false, in_features, out_features, rows, 1.0f, in.data<BF16>(), in_features,
+                dy, out_features, 1.0f, d_weight.data<BF16>(), DType::bf16, out_features);
+    if (d_bias.defined()) add_column_sums(d_bias.data<BF16>(), dy, rows, out_features);
+    return;
+  }
   const float* dy = d_out.data<float>();
   if (d_in.defined())
     sgemm(false, true, rows, in_features, out_features, 1.0f, dy, out_features,
@@ -31,13 +75,7 @@ void linear_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor& d
   if (d_weight.defined())
     sgemm(true, false, in_features, out_features, rows, 1.0f, in.data<float>(), in_features, dy,
           out_features, 1.0f, d_weight.data<float>(), out_features);
-  if (d_bias.defined()) {
-    float* db = d_bias.data<float>();
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* row = dy + r * out_features;
-      for (int64_t o = 0; o < out_features; ++o) db[o] += row[o];
-    }
-  }
+  if (d_bias.defined()) add_column_sums(d_bias.data<float>(), dy, rows, out_features);
 }
 
 }  // namespace meshtrain::ops::cpu

@@ -1,4 +1,4 @@
-// GEMM through OpenBLAS: the matmul kernel and the shared sgemm helper.
+// The matmul kernel (f32 on OpenBLAS, bf16 on oneDNN) and the shared OpenBLAS sgemm helper.
 #include <cblas.h>
 
 #include <algorithm>
@@ -31,6 +31,11 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
 void matmul(const Tensor& out, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
             float alpha, float beta) {
   const int64_t k = trans_a ? a.dim(0) : a.dim(1);
+  if (a.dtype() == DType::bf16) {
+    bf16_gemm(trans_a, trans_b, out.dim(0), out.dim(1), k, alpha, a.data<BF16>(), a.dim(1),
+              b.data<BF16>(), b.dim(1), beta, out.data<BF16>(), DType::bf16, out.dim(1));
+    return;
+  }
   sgemm(trans_a, trans_b, out.dim(0), out.dim(1), k, alpha, a.data<float>(), a.dim(1),
         b.data<float>(), b.dim(1), beta, out.data<float>(), out.dim(1));
 }
