@@ -2,25 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "core/error.h"
+#include "models/gpt2_decoder.h"
 #include "models/rng.h"
-#include "parallel/engine.h"
 
 namespace meshtrain {
 
 namespace {
-// Logits of the token after tokens[begin..end).
-std::vector<float> next_logits(GPT2& model, const std::vector<int32_t>& tokens, size_t begin) {
-  const auto length = static_cast<int64_t>(tokens.size() - begin);
-  MicroBatch mb;  // no targets: the head leaves the logits [length, V] in mb.hidden
-  mb.tokens =
-      Tensor::from_vector(std::vector<int32_t>(tokens.begin() + begin, tokens.end()), {1, length});
-  Engine(model).forward(mb);
-  const int64_t vocab = model.config().vocab;
-  return mb.hidden.view((length - 1) * vocab, {vocab}).to_vector();
-}
-
 int32_t pick(const std::vector<float>& logits, float temperature, Rng& rng) {
   const auto top = std::max_element(logits.begin(), logits.end());
   if (temperature == 0.0f) return static_cast<int32_t>(top - logits.begin());
@@ -47,12 +37,25 @@ std::vector<int32_t> generate(GPT2& model, std::vector<int32_t> prompt,
   for (int32_t id : prompt)
     MT_CHECK(id >= 0 && id < config.vocab, "generate: prompt token ", id,
              " outside the vocabulary [0, ", config.vocab, ")");
+  if (options.count == 0) return prompt;
   MemoryCategoryScope scope(MemoryCategory::activation);
+  Gpt2Decoder decoder(model);
+  // The window's last tokens of the sequence so far, encoded from position 0.
+  const auto encode_last = [&](int64_t tokens) {
+    decoder.reset();
+    return decoder.append(std::span(prompt).last(static_cast<size_t>(tokens)));
+  };
+  std::vector<float> logits =
+      encode_last(std::min<int64_t>(static_cast<int64_t>(prompt.size()), config.ctx));
   Rng rng(options.seed);
   for (int64_t n = 0; n < options.count; ++n) {
-    const size_t begin =
-        prompt.size() > static_cast<size_t>(config.ctx) ? prompt.size() - config.ctx : 0;
-    prompt.push_back(pick(next_logits(model, prompt, begin), options.temperature, rng));
+    const int32_t token = pick(logits, options.temperature, rng);
+    prompt.push_back(token);
+    if (n + 1 == options.count) break;  // no logits needed after the last token
+    if (decoder.length() < config.ctx)
+      logits = decoder.append(std::span(&token, 1));
+    else  // the cache is full: the window slides to the last ctx / 2 tokens
+      logits = encode_last(std::max<int64_t>(1, config.ctx / 2));
   }
   return prompt;
 }

@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
 #include "core/error.h"
 #include "models/adamw.h"
+#include "models/rng.h"
 #include "models/single_rank.h"
 #include "models/token_batches.h"
 #include "parallel/engine.h"
@@ -47,6 +52,110 @@ TEST(Sampling, LogitsAreCausal) {
   }
 }
 
+// Generation written with the full forward pass (no cache): each token comes from the logits of the
+// last position of a forward over the sequence's last `window` tokens, where window_after gives the
+// next window from the previous one; then the argmax (lowest id on ties) or one draw of Rng(seed).
+std::vector<int32_t> full_forward_generate(GPT2& model, std::vector<int32_t> seq, int64_t count,
+                                           float temperature, uint64_t seed,
+                                           const std::function<int64_t(int64_t)>& window_after) {
+  const int64_t vocab = model.config().vocab;
+  int64_t window = std::min<int64_t>(static_cast<int64_t>(seq.size()), model.config().ctx);
+  Rng rng(seed);
+  for (int64_t n = 0; n < count; ++n) {
+    if (n > 0) window = window_after(window);
+    MicroBatch mb;  // no targets: the head leaves the logits in mb.hidden
+    mb.tokens =
+        Tensor::from_vector(std::vector<int32_t>(seq.end() - window, seq.end()), {1, window});
+    Engine(model).forward(mb);
+    const std::vector<float> logits = mb.hidden.view((window - 1) * vocab, {vocab}).to_vector();
+    const auto top = std::max_element(logits.begin(), logits.end());
+    auto token = static_cast<int32_t>(top - logits.begin());
+    if (temperature > 0.0f) {
+      std::vector<double> weights;
+      double total = 0.0;
+      for (float l : logits) total += weights.emplace_back(std::exp((l - *top) / temperature));
+      double u = rng.uniform() * total;
+      for (size_t i = 0; i < weights.size(); ++i) {
+        if (u < weights[i]) {
+          token = static_cast<int32_t>(i);
+          break;
+        }
+        u -= weights[i];
+      }
+    }
+    seq.push_back(token);
+  }
+  return seq;
+}
+
+// The algorithm before the key/value cache: every token from the last min(length, ctx) tokens.
+std::vector<int32_t> recompute_generate(GPT2& model, std::vector<int32_t> prompt, int64_t count) {
+  const int64_t ctx = model.config().ctx;
+  return full_forward_generate(model, std::move(prompt), count, 0.0f, 0,
+                               [&](int64_t w) { return std::min(w + 1, ctx); });
+}
+
+// The documented window (sampling.h): grows by one token; past ctx it restarts as the last
+// max(1, ctx / 2) tokens.
+std::function<int64_t(int64_t)> sliding_window(int64_t ctx) {
+  return [ctx](int64_t w) { return w < ctx ? w + 1 : std::max<int64_t>(1, ctx / 2); };
+}
+
+std::vector<int32_t> ids_below(int64_t vocab, int64_t count, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int32_t> out;
+  for (int64_t i = 0; i < count; ++i)
+    out.push_back(static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(vocab)));
+  return out;
+}
+
+const GPT2Config kSmall{64, 16, 32, 2, 4};  // V, ctx, d, L, H
+
+// Inside the context the cached decoder gives the recompute algorithm's greedy tokens.
+TEST(Sampling, GreedyMatchesRecomputeInsideTheContext) {
+  GPT2 model(kSmall, {.seed = 21});
+  for (int64_t prompt : {1, 5, 15}) {
+    const std::vector<int32_t> ids = ids_below(kSmall.vocab, prompt, 30 + prompt);
+    const int64_t count = kSmall.ctx - prompt + 1;  // the last token comes from a full window
+    EXPECT_EQ(generate(model, ids, {.count = count, .temperature = 0.0f}),
+              recompute_generate(model, ids, count))
+        << "prompt of " << prompt;
+  }
+}
+
+// Past the context the window slides as documented, for short and long prompts and odd contexts.
+TEST(Sampling, GreedyPastTheContextSlidesTheWindow) {
+  for (const GPT2Config& config :
+       {kSmall, GPT2Config{64, 7, 32, 2, 4}, GPT2Config{64, 1, 32, 1, 2}}) {
+    GPT2 model(config, {.seed = 22});
+    for (int64_t prompt : {int64_t{1}, config.ctx + 4}) {
+      const std::vector<int32_t> ids = ids_below(config.vocab, prompt, 40 + prompt);
+      const int64_t count = 3 * config.ctx + 5;
+      const std::vector<int32_t> want =
+          full_forward_generate(model, ids, count, 0.0f, 0, sliding_window(config.ctx));
+      EXPECT_EQ(generate(model, ids, {.count = count, .temperature = 0.0f}), want)
+          << config.describe() << ", prompt of " << prompt;
+      if (config.ctx == 1) {  // a window of one token is the recompute algorithm's
+        EXPECT_EQ(want, recompute_generate(model, ids, count));
+      }
+    }
+  }
+}
+
+// With temperature > 0 the tokens are those of the seeded draws over the same logits: the same seed
+// gives the same tokens, another seed other tokens.
+TEST(Sampling, TemperatureSamplesAreSeededDraws) {
+  GPT2 model(kSmall, {.seed = 23});
+  const std::vector<int32_t> ids = ids_below(kSmall.vocab, 4, 50);
+  const int64_t count = 2 * kSmall.ctx + 3;
+  const std::vector<int32_t> a =
+      generate(model, ids, {.count = count, .temperature = 0.7f, .seed = 8});
+  EXPECT_EQ(a, full_forward_generate(model, ids, count, 0.7f, 8, sliding_window(kSmall.ctx)));
+  EXPECT_EQ(a, generate(model, ids, {.count = count, .temperature = 0.7f, .seed = 8}));
+  EXPECT_NE(a, generate(model, ids, {.count = count, .temperature = 0.7f, .seed = 9}));
+  EXPECT_EQ(generate(model, ids, {.count = 0}), ids);
+}
+
 TEST(Sampling, LearnsARepeatingPattern) {
   GPT2 model(kBytes, {.seed = 2});
   std::vector<uint16_t> text;
@@ -69,6 +178,9 @@ TEST(Sampling, RejectsBadInput) {
   GPT2 model(kBytes);
   EXPECT_THROW(generate(model, {}, {}), InvalidArgument);
   EXPECT_THROW(generate(model, {256}, {}), InvalidArgument);
+  EXPECT_THROW(generate(model, {'a', -1}, {}), InvalidArgument);
+  EXPECT_THROW(generate(model, {1}, {.count = -1}), InvalidArgument);
+  EXPECT_THROW(generate(model, {1}, {.temperature = NAN}), InvalidArgument);
   EXPECT_THROW(generate(model, {1}, {.temperature = -1.0f}), InvalidArgument);
   GPT2 tiny(gpt2_preset("tiny"));
   EXPECT_THROW(sample_text(tiny, "x", {}), InvalidArgument);
