@@ -167,6 +167,9 @@ void add_train_command(CLI::App& app) {
                   "operation and the rank it waited for")
       ->capture_default_str()
       ->check(positive);
+  cmd->add_option("--threads", c.threads,
+                  "CPU threads per rank (default: this machine's CPUs split among its ranks)")
+      ->check(positive);
   cmd->add_option("--backend", f->backend, "local, mpi or nccl")->capture_default_str();
   cmd->add_option("--mesh", f->mesh,
                   "mesh axes in the order pp, dp_replicate, dp_shard, tp, e.g. "

@@ -1,6 +1,10 @@
 #include "apps/train/launcher.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 #include "core/parse_integer.h"
 
@@ -16,5 +20,14 @@ std::optional<int> first_integer(const char* open_mpi, const char* pmi) {
 
 std::optional<int> mpirun_processes() { return first_integer("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"); }
 std::optional<int> mpirun_rank() { return first_integer("OMPI_COMM_WORLD_RANK", "PMI_RANK"); }
+std::optional<int> mpirun_local_processes() {
+  return first_integer("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS");
+}
+
+int available_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 }  // namespace meshtrain

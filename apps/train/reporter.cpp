@@ -50,7 +50,9 @@ void TrainReporter::start(const std::string& mesh, const std::string& plan, int6
   if (config_.quiet) return;
   out_ << "meshtrain: GPT-2 " << config_.model.describe() << " (" << parameters
        << " parameters) on " << config_.world << " rank" << (config_.world > 1 ? "s" : "")
-       << " of the " << backend_name(config_.backend) << " backend\n"
+       << " of the " << backend_name(config_.backend) << " backend, "
+       << config_.threads_per_rank() << " CPU thread" << (config_.threads_per_rank() > 1 ? "s" : "")
+       << " per rank\n"
        << "          mesh " << mesh << ", plan " << plan;
   for (const auto& [plugin, options] : config_.strategies)
     for (const auto& [key, value] : options) out_ << ", " << plugin << " " << key << "=" << value;

@@ -8,6 +8,7 @@
 #include "apps/train/reporter.h"
 #include "apps/train/trainer.h"
 #include "core/comm/local/spawn_ranks.h"
+#include "core/ops/cpu/cpu_threads.h"
 #include "core/error.h"
 #include "meshtrain/config.h"
 
@@ -27,6 +28,7 @@ CommOptions comm_options(const TrainConfig& config) {
 std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& world,
                                     MemoryTracker& memory, TrainReporter* reporter,
                                     const std::optional<InjectedFault>& fault) {
+  ops::cpu::set_cpu_threads(config.threads_per_rank());  // per rank thread (OpenMP's count)
   Trainer trainer(config, world, memory);
   if (reporter)
     reporter->start(trainer.mesh().layout().to_string(), trainer.plan().describe(),

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
+#include "apps/train/launcher.h"
 #include "apps/train/run_estimate.h"
 #include "core/error.h"
 #include "mesh/axis_names.h"
@@ -82,6 +84,12 @@ MeshLayout TrainConfig::effective_mesh() const {
   return MeshLayout({{std::string(mesh_axis::dp_shard), world}});
 }
 
+int TrainConfig::threads_per_rank() const {
+  if (threads > 0) return threads;
+  const int sharing = backend == BackendKind::local ? world : mpirun_local_processes().value_or(1);
+  return std::max(1, available_cpus() / std::max(1, sharing));
+}
+
 void TrainConfig::validate() const {
   model.validate();
   lr.validate();
@@ -95,6 +103,7 @@ void TrainConfig::validate() const {
   MT_CHECK_GE(clip, 0.f, "--clip must not be negative");
   MT_CHECK_GE(world, 1, "--world must be at least 1");
   MT_CHECK_GT(timeout_s, 0, "--timeout must be positive (seconds)");
+  MT_CHECK_GE(threads, 0, "--threads must be positive (or 0: the CPUs split among the ranks)");
   check_range(batch, int64_t{1} << 24, "--batch");
   check_range(steps, int64_t{1} << 40, "--steps");
   check_range(grad_accum, batch, "--grad-accum");

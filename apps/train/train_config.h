@@ -46,6 +46,9 @@ struct TrainConfig {
   // Every collective wait ends after this long with an error naming the operation and the rank
   // that did not arrive; the whole job then ends (a hang is a bug, on every backend).
   int64_t timeout_s = 120;
+  // CPU threads of each rank (its kernels, OpenBLAS and oneDNN); 0: the CPUs this process may use
+  // split evenly among the ranks that share them (threads_per_rank()).
+  int threads = 0;
   MeshLayout mesh;  // default: dp_shard over the whole world
   // Options of each plugin by name ("fsdp": mode, prefetch, ...; "tp": sequence_parallel), as
   // the strategy registry reads them (plugins/builtin_strategies.h); unset options take the
@@ -56,6 +59,9 @@ struct TrainConfig {
 
   // The mesh to run on: the given one, or dp_shard=world.
   MeshLayout effective_mesh() const;
+  // --threads, or available_cpus() / the ranks sharing this machine (at least 1): local ranks are
+  // threads of this process, mpirun's are processes of this machine.
+  int threads_per_rank() const;
   // Sets one plugin option: config.set("fsdp", "mode", "hybrid").
   TrainConfig& set(const std::string& plugin, const std::string& key, const std::string& value);
   // InvalidArgument naming the flag and what was expected: every size in range before anything is

@@ -2,11 +2,13 @@
 // expected.
 #include "apps/train/train_config.h"
 
+#include <algorithm>
 #include <limits>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "apps/train/launcher.h"
 #include "core/error.h"
 
 namespace meshtrain {
@@ -49,6 +51,24 @@ TEST(TrainConfig, DefaultMeshIsDpShardOverTheWorld) {
   EXPECT_EQ(c.effective_mesh().to_string(), "dp_shard=3");
   c.mesh = parse_mesh_spec("dp_replicate=3");
   EXPECT_EQ(c.effective_mesh().to_string(), "dp_replicate=3");
+}
+
+// Ranks split the CPUs this process may use; --threads overrides; never fewer than one thread.
+TEST(TrainConfig, ThreadsPerRankSplitsTheCpus) {
+  const int cpus = available_cpus();
+  ASSERT_GE(cpus, 1);
+  TrainConfig c = valid_config();
+  c.world = 1;
+  EXPECT_EQ(c.threads_per_rank(), cpus);
+  c.world = 2;
+  EXPECT_EQ(c.threads_per_rank(), std::max(1, cpus / 2));
+  c.world = 4 * cpus;  // more ranks than CPUs: one thread each, not zero
+  EXPECT_EQ(c.threads_per_rank(), 1);
+  c.threads = 3;
+  EXPECT_EQ(c.threads_per_rank(), 3);
+  c.world = 4;
+  c.threads = -1;
+  EXPECT_THAT(validate_message(c), HasSubstr("--threads must be positive"));
 }
 
 TEST(TrainConfig, BatchNotDivisibleByDataParallelDegree) {
