@@ -1,4 +1,4 @@
-// The dispatch layer's rules shared by every op: defined tensors, f32 on the CPU, one dtype per
+// The dispatch layer's rules shared by every op: defined tensors, f32 or bf16, one dtype per
 // call.
 #include <gtest/gtest.h>
 
@@ -9,12 +9,16 @@
 namespace meshtrain {
 namespace {
 
-TEST(OpsDispatch, Bf16ActivationsOnCpuAreNotSupported) {
-  const Tensor x = Tensor::zeros({4}, DType::bf16);
-  testing::expect_error<NotSupported>(
-      [&] { ops::gelu_forward(x, x); },
-      "gelu_forward: CPU kernels compute in f32, got in = bf16[4] on "
-      "cpu (convert it with ops::cast)");
+TEST(OpsDispatch, Bf16ActivationsOnCpuAreAcceptedButNotMixedWithF32) {
+  const Tensor x = Tensor::from_vector(std::vector<float>{-1.0f, 0.0f, 1.0f, 2.0f}, {4});
+  const Tensor narrow = Tensor::empty({4}, DType::bf16), y = Tensor::empty({4}, DType::bf16);
+  ops::cast(narrow, x);
+  ops::scale(narrow, 2.0f);
+  ops::add(y, narrow, narrow);
+  EXPECT_EQ(y.to_vector(), (std::vector<float>{-4, 0, 4, 8}));
+  testing::expect_error<InvalidArgument>(
+      [&] { ops::gelu_forward(x, narrow); },
+      "gelu_forward: out must have the dtype of in (bf16), got f32[4] on cpu");
 }
 
 TEST(OpsDispatch, IntegerActivationsAreRejected) {

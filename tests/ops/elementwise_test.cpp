@@ -52,8 +52,9 @@ TEST(OpsElementwiseValidation, SizesMustMatch) {
         ops::add(vec({1}), vec({1, 2}), vec({1, 2}));
       },
       "add: out must hold the elements of a = 2 elements, got f32[1]");
-  testing::expect_error<NotSupported>([] { ops::scale(Tensor::zeros({2}, DType::bf16), 2.0f); },
-                                      "scale: CPU kernels compute in f32, got x = bf16[2] on cpu");
+  testing::expect_error<InvalidArgument>(
+      [] { ops::axpy(Tensor::zeros({2}, DType::bf16), 1.0f, vec({1, 2})); },
+      "axpy: x must have the dtype of y (bf16), got f32[2] on cpu");
 }
 
 }  // namespace

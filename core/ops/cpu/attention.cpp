@@ -1,11 +1,18 @@
 // Causal multi-head self-attention. Per (batch, head) the score and value products are GEMMs over
-// strided views of qkv [B, T, 3C]; the softmax is saved in probs [B, H, T, T] for backward.
+// strided views of qkv [B, T, 3C]; the softmax is saved in probs [B, H, T, T] (f32) for backward.
+// The (batch, head) pairs are split across the calling thread's CPU threads; the softmax rows are
+// vectorised (simd.h, fast_exp.h). bf16 qkv / out are widened per pair into f32 scratch for the
+// f32 GEMMs and rounded back.
 #include <algorithm>
 #include <cmath>
-#include <vector>
+#include <type_traits>
 
 #include "core/ops/cpu/blas.h"
 #include "core/ops/cpu/cpu_ops.h"
+#include "core/ops/cpu/cpu_threads.h"
+#include "core/ops/cpu/fast_exp.h"
+#include "core/ops/cpu/parallel.h"
+#include "core/ops/cpu/simd.h"
 
 namespace meshtrain::ops::cpu {
 
@@ -19,79 +26,165 @@ struct AttentionDims {
         channels(qkv.dim(2) / 3),
         heads(num_heads),
         head_dim(channels / num_heads) {}
+  int64_t pairs() const { return batch * heads; }
   int64_t qkv_offset(int64_t b, int64_t h) const { return b * seq * 3 * channels + h * head_dim; }
   int64_t out_offset(int64_t b, int64_t h) const { return b * seq * channels + h * head_dim; }
   int64_t probs_offset(int64_t b, int64_t h) const { return (b * heads + h) * seq * seq; }
 };
 
-// In place over row t of the scores: softmax over keys 0..t, zero for the future keys.
-void causal_softmax_row(float* row, int64_t t, int64_t seq) {
-  const float max = *std::max_element(row, row + t + 1);
-  float sum = 0.0f;
-  for (int64_t j = 0; j <= t; ++j) {
-    row[j] = std::exp(row[j] - max);
-    sum += row[j];
+// In place over the T x T scores of one pair: row t becomes the softmax over keys 0..t, with zeros
+// for the future keys.
+MT_CLONES void causal_softmax_rows(float* scores, int64_t seq) {
+  for (int64_t t = 0; t < seq; ++t) {
+    float* row = scores + t * seq;
+    const int64_t keys = t + 1;
+    const float max = lane_max(keys, [&](int64_t j) { return row[j]; });
+    for (int64_t j = 0; j < keys; ++j) row[j] = fast_exp(row[j] - max);
+    const float inv = 1.0f / lane_sum(keys, [&](int64_t j) { return row[j]; });
+    for (int64_t j = 0; j < keys; ++j) row[j] *= inv;
+    for (int64_t j = keys; j < seq; ++j) row[j] = 0.0f;
   }
-  const float inv = 1.0f / sum;
-  for (int64_t j = 0; j <= t; ++j) row[j] *= inv;
-  std::fill(row + t + 1, row + seq, 0.0f);
+}
+
+// In place over dP of one pair: dS = P * (dP - sum_j P dP) per row; masked entries (P = 0) are 0.
+MT_CLONES void softmax_backward_rows(const float* probs, float* d_scores, int64_t seq) {
+  for (int64_t t = 0; t < seq; ++t) {
+    const float* p = probs + t * seq;
+    float* ds = d_scores + t * seq;
+    const int64_t keys = t + 1;
+    const float dot = lane_sum(keys, [&](int64_t j) { return p[j] * ds[j]; });
+    for (int64_t j = 0; j < keys; ++j) ds[j] = p[j] * (ds[j] - dot);
+    for (int64_t j = keys; j < seq; ++j) ds[j] = 0.0f;
+  }
+}
+
+// rows x cols of a strided bf16 matrix to a packed f32 one, and back.
+MT_CLONES void widen(const BF16* src, int64_t ld_src, float* dst, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = load(src[r * ld_src + c]);
+}
+MT_CLONES void narrow(const float* src, BF16* dst, int64_t ld_dst, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[r * ld_dst + c] = round_bf16(src[r * cols + c]);
+}
+
+// One head's q, k, v (or their gradients) as f32 matrices with a row stride: views into qkv for
+// f32 storage, packed scratch for bf16.
+struct HeadViews {
+  float* q;
+  float* k;
+  float* v;
+  int64_t ld;
+};
+
+// Runs pair(b, h) for every (batch, head) pair across the threads, OpenBLAS single-threaded
+// while more than one thread does so (see SingleThreadedBlas).
+template <typename Pair>
+void for_each_pair(const AttentionDims& d, Pair&& pair) {
+  const auto run = [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) pair(i / d.heads, i % d.heads);
+  };
+  if (cpu_threads() > 1 && d.pairs() > 1 && !omp_in_parallel()) {
+    SingleThreadedBlas serial_blas;
+    parallel_for(d.pairs(), 1, run);
+  } else {
+    run(0, d.pairs());
+  }
+}
+
+template <typename T>
+void forward_as(const Tensor& out, const Tensor& probs, const Tensor& qkv, int num_heads) {
+  const AttentionDims d(qkv, num_heads);
+  const int64_t ld_qkv = 3 * d.channels;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
+  const int64_t head_block = d.seq * d.head_dim;
+  for_each_pair(d, [&](int64_t b, int64_t h) {
+    T* qkv_pair = qkv.data<T>() + d.qkv_offset(b, h);
+    T* out_pair = out.data<T>() + d.out_offset(b, h);
+    float* p = probs.data<float>() + d.probs_offset(b, h);
+    HeadViews head;
+    float* y;
+    int64_t ld_y;
+    if constexpr (std::is_same_v<T, float>) {
+      head = {qkv_pair, qkv_pair + d.channels, qkv_pair + 2 * d.channels, ld_qkv};
+      y = out_pair;
+      ld_y = d.channels;
+    } else {
+      float* scratch = thread_scratch<float>(static_cast<size_t>(4 * head_block));
+      head = {scratch, scratch + head_block, scratch + 2 * head_block, d.head_dim};
+      for (int part = 0; part < 3; ++part)
+        widen(qkv_pair + part * d.channels, ld_qkv, scratch + part * head_block, d.seq, d.head_dim);
+      y = scratch + 3 * head_block;
+      ld_y = d.head_dim;
+    }
+    // The full T x T product costs twice the causal half but keeps it one GEMM.
+    sgemm(false, true, d.seq, d.seq, d.head_dim, scale, head.q, head.ld, head.k, head.ld, 0.0f, p,
+          d.seq);
+    causal_softmax_rows(p, d.seq);
+    sgemm(false, false, d.seq, d.head_dim, d.seq, 1.0f, p, d.seq, head.v, head.ld, 0.0f, y, ld_y);
+    if constexpr (!std::is_same_v<T, float>) narrow(y, out_pair, d.channels, d.seq, d.head_dim);
+  });
+}
+
+template <typename T>
+void backward_as(const Tensor& d_qkv, const Tensor& d_out, const Tensor& qkv, const Tensor& probs,
+                 int num_heads) {
+  const AttentionDims d(qkv, num_heads);
+  const int64_t ld_qkv = 3 * d.channels;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
+  const int64_t head_block = d.seq * d.head_dim;
+  for_each_pair(d, [&](int64_t b, int64_t h) {
+    T* qkv_pair = qkv.data<T>() + d.qkv_offset(b, h);
+    T* d_qkv_pair = d_qkv.data<T>() + d.qkv_offset(b, h);
+    T* dy_pair = d_out.data<T>() + d.out_offset(b, h);
+    const float* p = probs.data<float>() + d.probs_offset(b, h);
+    // d_scores: one T x T buffer per thread, reused across pairs and calls.
+    float* ds = thread_scratch<float>(static_cast<size_t>(d.seq * d.seq), 1);
+    HeadViews head, grad;
+    const float* dy;
+    int64_t ld_dy;
+    if constexpr (std::is_same_v<T, float>) {
+      head = {qkv_pair, qkv_pair + d.channels, qkv_pair + 2 * d.channels, ld_qkv};
+      grad = {d_qkv_pair, d_qkv_pair + d.channels, d_qkv_pair + 2 * d.channels, ld_qkv};
+      dy = dy_pair;
+      ld_dy = d.channels;
+    } else {
+      float* scratch = thread_scratch<float>(static_cast<size_t>(7 * head_block));
+      head = {scratch, scratch + head_block, scratch + 2 * head_block, d.head_dim};
+      grad = {scratch + 3 * head_block, scratch + 4 * head_block, scratch + 5 * head_block,
+              d.head_dim};
+      for (int part = 0; part < 3; ++part)
+        widen(qkv_pair + part * d.channels, ld_qkv, scratch + part * head_block, d.seq, d.head_dim);
+      widen(dy_pair, d.channels, scratch + 6 * head_block, d.seq, d.head_dim);
+      dy = scratch + 6 * head_block;
+      ld_dy = d.head_dim;
+    }
+    // out = P V: dV = P^T dOut, dP = dOut V^T.
+    sgemm(true, false, d.seq, d.head_dim, d.seq, 1.0f, p, d.seq, dy, ld_dy, 0.0f, grad.v, grad.ld);
+    sgemm(false, true, d.seq, d.seq, d.head_dim, 1.0f, dy, ld_dy, head.v, head.ld, 0.0f, ds, d.seq);
+    softmax_backward_rows(p, ds, d.seq);
+    // S = scale Q K^T: dQ = scale dS K, dK = scale dS^T Q.
+    sgemm(false, false, d.seq, d.head_dim, d.seq, scale, ds, d.seq, head.k, head.ld, 0.0f, grad.q,
+          grad.ld);
+    sgemm(true, false, d.seq, d.head_dim, d.seq, scale, ds, d.seq, head.q, head.ld, 0.0f, grad.k,
+          grad.ld);
+    if constexpr (!std::is_same_v<T, float>)
+      for (int part = 0; part < 3; ++part)
+        narrow(grad.q + part * head_block, d_qkv_pair + part * d.channels, ld_qkv, d.seq,
+               d.head_dim);
+  });
 }
 }  // namespace
 
 void attention_forward(const Tensor& out, const Tensor& probs, const Tensor& qkv, int num_heads) {
-  const AttentionDims d(qkv, num_heads);
-  const int64_t ld_qkv = 3 * d.channels;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
-  for (int64_t b = 0; b < d.batch; ++b) {
-    for (int64_t h = 0; h < d.heads; ++h) {
-      const float* q = qkv.data<float>() + d.qkv_offset(b, h);
-      const float* k = q + d.channels;
-      const float* v = q + 2 * d.channels;
-      float* p = probs.data<float>() + d.probs_offset(b, h);
-      // The full T x T product costs twice the causal half but keeps it one GEMM.
-      sgemm(false, true, d.seq, d.seq, d.head_dim, scale, q, ld_qkv, k, ld_qkv, 0.0f, p, d.seq);
-      for (int64_t t = 0; t < d.seq; ++t) causal_softmax_row(p + t * d.seq, t, d.seq);
-      sgemm(false, false, d.seq, d.head_dim, d.seq, 1.0f, p, d.seq, v, ld_qkv, 0.0f,
-            out.data<float>() + d.out_offset(b, h), d.channels);
-    }
-  }
+  if (qkv.dtype() == DType::bf16) return forward_as<BF16>(out, probs, qkv, num_heads);
+  forward_as<float>(out, probs, qkv, num_heads);
 }
 
 void attention_backward(const Tensor& d_qkv, const Tensor& d_out, const Tensor& qkv,
                         const Tensor& probs, int num_heads) {
-  const AttentionDims d(qkv, num_heads);
-  const int64_t ld_qkv = 3 * d.channels;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
-  std::vector<float> d_scores(static_cast<size_t>(d.seq * d.seq));
-  for (int64_t b = 0; b < d.batch; ++b) {
-    for (int64_t h = 0; h < d.heads; ++h) {
-      const float* q = qkv.data<float>() + d.qkv_offset(b, h);
-      const float* k = q + d.channels;
-      const float* v = q + 2 * d.channels;
-      float* dq = d_qkv.data<float>() + d.qkv_offset(b, h);
-      float* dk = dq + d.channels;
-      float* dv = dq + 2 * d.channels;
-      const float* p = probs.data<float>() + d.probs_offset(b, h);
-      const float* dy = d_out.data<float>() + d.out_offset(b, h);
-      float* ds = d_scores.data();
-      // out = P V: dV = P^T dOut, dP = dOut V^T.
-      sgemm(true, false, d.seq, d.head_dim, d.seq, 1.0f, p, d.seq, dy, d.channels, 0.0f, dv,
-            ld_qkv);
-      sgemm(false, true, d.seq, d.seq, d.head_dim, 1.0f, dy, d.channels, v, ld_qkv, 0.0f, ds,
-            d.seq);
-      // Softmax backward per row: dS = P * (dP - sum_j P dP); masked entries have P = 0.
-      for (int64_t t = 0; t < d.seq; ++t) {
-        const float* p_row = p + t * d.seq;
-        float* ds_row = ds + t * d.seq;
-        float dot = 0.0f;
-        for (int64_t j = 0; j <= t; ++j) dot += p_row[j] * ds_row[j];
-        for (int64_t j = 0; j < d.seq; ++j) ds_row[j] = p_row[j] * (ds_row[j] - dot);
-      }
-      // S = scale Q K^T: dQ = scale dS K, dK = scale dS^T Q.
-      sgemm(false, false, d.seq, d.head_dim, d.seq, scale, ds, d.seq, k, ld_qkv, 0.0f, dq, ld_qkv);
-      sgemm(true, false, d.seq, d.head_dim, d.seq, scale, ds, d.seq, q, ld_qkv, 0.0f, dk, ld_qkv);
-    }
-  }
+  if (qkv.dtype() == DType::bf16) return backward_as<BF16>(d_qkv, d_out, qkv, probs, num_heads);
+  backward_as<float>(d_qkv, d_out, qkv, probs, num_heads);
 }
 
 }  // namespace meshtrain::ops::cpu

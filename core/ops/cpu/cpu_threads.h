@@ -14,4 +14,19 @@ void set_cpu_threads(int threads);
 // (OMP_NUM_THREADS or the number of cores).
 int cpu_threads();
 
+// While alive, OpenBLAS runs single-threaded (process-wide), then gets its count back. For GEMMs
+// called from inside a kernel's own parallel region: the pthread build of OpenBLAS does not notice
+// that it is called from an OpenMP thread (only its OpenMP build checks omp_in_parallel), so each
+// caller would hand its GEMM to OpenBLAS's thread pool as well and the threads would contend.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas();
+  ~SingleThreadedBlas();
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int saved_;
+};
+
 }  // namespace meshtrain::ops::cpu

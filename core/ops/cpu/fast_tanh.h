@@ -12,7 +12,8 @@
 
 namespace meshtrain::ops::cpu {
 
-inline float fast_tanh(float u) {
+// Always inlined: a cloned kernel (simd.h) vectorises it only as part of its own loop.
+inline __attribute__((always_inline)) float fast_tanh(float u) {
   // tanh(20) is 1 in f32: clamping keeps 2^n finite.
   const float a = std::min(2.0f * std::fabs(u), 40.0f);
   // n = round(a / ln 2) by the 1.5 * 2^23 trick (round to nearest, exact for |a / ln 2| < 2^22).
