@@ -1,8 +1,27 @@
 #include "parallel/engine.h"
 
 #include "core/error.h"
+#include "core/trace/recorder.h"
 
 namespace meshtrain {
+
+namespace {
+// The arguments of a layer's span: its unit and micro-batch (only when tracing).
+void annotate(trace::Scope& span, const UnitPlan& plan, int layer, const MicroBatch& mb) {
+  if (!trace::current()) return;
+  span.arg("unit", plan.units[plan.unit_of_layer[layer]].name);
+  span.arg("micro_batch", std::to_string(mb.index));
+}
+
+const char* backward_name(BackwardPart part) {
+  switch (part) {
+    case BackwardPart::full: return "backward";
+    case BackwardPart::input: return "backward_input";
+    case BackwardPart::weight: return "backward_weight";
+  }
+  return "backward";
+}
+}  // namespace
 
 Engine::Engine(Model& model, UnitPlan plan)
     : model_(model), plan_(std::move(plan)), layers_(model.layers()) {
@@ -34,7 +53,11 @@ void Engine::forward(MicroBatch& mb, LayerSpan span) {
     const int unit = plan_.unit_of_layer[l];
     if (plan_.first_in_unit(l))
       for (StepHooks* h : hooks_) h->pre_forward(unit, mb.index);
-    layers_[l]->forward(mb, l);
+    {
+      trace::Scope layer_span(trace::Kind::layer, [&] { return "forward " + layers_[l]->name(); });
+      annotate(layer_span, plan_, l, mb);
+      layers_[l]->forward(mb, l);
+    }
     if (plan_.last_in_unit(l))
       for (auto h = hooks_.rbegin(); h != hooks_.rend(); ++h) (*h)->post_forward(unit, mb.index);
   }
@@ -47,9 +70,15 @@ void Engine::backward(MicroBatch& mb, LayerSpan span, bool last_backward, Backwa
     const int unit = plan_.unit_of_layer[l];
     if (input && plan_.last_in_unit(l))
       for (StepHooks* h : hooks_) h->pre_backward(unit, mb.index);
-    if (part == BackwardPart::full) layers_[l]->backward(mb, l);
-    if (part == BackwardPart::input) layers_[l]->backward_input(mb, l);
-    if (part == BackwardPart::weight) layers_[l]->backward_weight(mb, l);
+    {
+      trace::Scope layer_span(trace::Kind::layer, [&] {
+        return std::string(backward_name(part)) + " " + layers_[l]->name();
+      });
+      annotate(layer_span, plan_, l, mb);
+      if (part == BackwardPart::full) layers_[l]->backward(mb, l);
+      if (part == BackwardPart::input) layers_[l]->backward_input(mb, l);
+      if (part == BackwardPart::weight) layers_[l]->backward_weight(mb, l);
+    }
     if (weight && plan_.first_in_unit(l))
       for (auto h = hooks_.rbegin(); h != hooks_.rend(); ++h)
         (*h)->post_backward(unit, mb.index, last_backward);

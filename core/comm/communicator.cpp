@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "core/trace/recorder.h"
 
 namespace meshtrain {
 
@@ -50,6 +51,25 @@ void Communicator::check_peer(int peer, std::string_view what) const {
            ")");
 }
 
+Communicator::Issue Communicator::issue() const {
+  // A group of one moves nothing: its ops complete at once and are not worth a span.
+  trace::Recorder* recorder = size() > 1 ? trace::current() : nullptr;
+  return Issue{recorder, recorder ? trace::now_ns() : 0};
+}
+
+WorkPtr Communicator::traced(const Issue& issue, std::string_view op, WorkPtr work) const {
+  if (!issue.recorder || !work) return work;
+  std::string name(op);
+  if (const std::string* label = trace::CommLabel::current()) name += " " + *label;
+  // The op keeps a shared recorder alive until it completes; one not owned by a shared_ptr must
+  // outlive the ops issued while it is bound (a non-owning handle).
+  std::shared_ptr<trace::Recorder> recorder = issue.recorder->weak_from_this().lock();
+  if (!recorder)
+    recorder = std::shared_ptr<trace::Recorder>(std::shared_ptr<void>(), issue.recorder);
+  work->trace(std::move(recorder), name_, std::move(name), issue.ns);
+  return work;
+}
+
 void Communicator::count(CommOp op, uint64_t sent, uint64_t received) {
   const size_t i = static_cast<size_t>(op);
   counters_.bytes_sent[i] += sent;
@@ -66,7 +86,8 @@ WorkPtr Communicator::all_gather_into(const Tensor& out, const Tensor& in) {
               ") times in's elements");
   const uint64_t moved = in.nbytes() * static_cast<uint64_t>(size() - 1);
   count(CommOp::all_gather, moved, moved);
-  return do_all_gather(out, in);
+  const Issue at = issue();
+  return traced(at, "all_gather", do_all_gather(out, in));
 }
 
 WorkPtr Communicator::reduce_scatter_into(const Tensor& out, const Tensor& in, ReduceOp op) {
@@ -78,7 +99,8 @@ WorkPtr Communicator::reduce_scatter_into(const Tensor& out, const Tensor& in, R
               size(), ") times out's elements");
   const uint64_t moved = out.nbytes() * static_cast<uint64_t>(size() - 1);
   count(CommOp::reduce_scatter, moved, moved);
-  return do_reduce_scatter(out, in, op);
+  const Issue at = issue();
+  return traced(at, "reduce_scatter", do_reduce_scatter(out, in, op));
 }
 
 WorkPtr Communicator::all_reduce(const Tensor& buffer, ReduceOp op) {
@@ -87,7 +109,8 @@ WorkPtr Communicator::all_reduce(const Tensor& buffer, ReduceOp op) {
   // 2(W-1)/W of the buffer each way; exact when W divides the buffer, as the ring does it.
   const uint64_t moved = 2 * buffer.nbytes() * static_cast<uint64_t>(size() - 1) / size();
   count(CommOp::all_reduce, moved, moved);
-  return do_all_reduce(buffer, op);
+  const Issue at = issue();
+  return traced(at, "all_reduce", do_all_reduce(buffer, op));
 }
 
 WorkPtr Communicator::broadcast(const Tensor& buffer, int root) {
@@ -98,7 +121,8 @@ WorkPtr Communicator::broadcast(const Tensor& buffer, int root) {
   const bool alone = size() == 1;
   count(CommOp::broadcast, rank_ == root && !alone ? buffer.nbytes() : 0,
         rank_ == root ? 0 : buffer.nbytes());
-  return do_broadcast(buffer, root);
+  const Issue at = issue();
+  return traced(at, "broadcast", do_broadcast(buffer, root));
 }
 
 WorkPtr Communicator::send(const Tensor& buffer, int peer) {
@@ -127,9 +151,15 @@ std::vector<WorkPtr> Communicator::batch_p2p(const std::vector<P2POp>& ops) {
     const bool sends = op.kind == P2POp::send;
     count(p2p_comm_op(op), sends ? op.buffer.nbytes() : 0, sends ? 0 : op.buffer.nbytes());
   }
+  const Issue at = issue();
   std::vector<WorkPtr> works = do_batch_p2p(ops);
   MT_CHECK_EQ(works.size(), ops.size(), "the ", backend_name(),
               " backend's batch_p2p must return one Work per op");
+  if (at.recorder)
+    for (size_t i = 0; i < ops.size(); ++i)
+      traced(at,
+             detail::concat(ops[i].kind == P2POp::send ? "send to " : "recv from ", ops[i].peer),
+             works[i]);
   return works;
 }
 
@@ -143,13 +173,15 @@ WorkPtr Communicator::all_to_all(const Tensor& out, const Tensor& in) {
               size());
   const uint64_t moved = in.nbytes() / size() * static_cast<uint64_t>(size() - 1);
   count(CommOp::all_to_all, moved, moved);
-  return do_all_to_all(out, in);
+  const Issue at = issue();
+  return traced(at, "all_to_all", do_all_to_all(out, in));
 }
 
 WorkPtr Communicator::barrier() {
   require(CommOp::barrier);
   count(CommOp::barrier, 0, 0);
-  return do_barrier();
+  const Issue at = issue();
+  return traced(at, "barrier", do_barrier());
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key, std::string name) {

@@ -18,6 +18,10 @@
 
 namespace meshtrain {
 
+namespace trace {
+class Recorder;
+}
+
 // One transfer of a batch_p2p(): send `buffer` to `peer`, or receive `peer`'s message into it.
 struct P2POp {
   enum Kind { send, recv } kind;
@@ -104,6 +108,14 @@ class Communicator {
 
  private:
   void count(CommOp op, uint64_t sent, uint64_t received);
+  // Tracing (core/trace): when the calling thread traces, the recorder and the issue time, taken
+  // before the backend starts the op; traced() then tags the op's Work with them.
+  struct Issue {
+    trace::Recorder* recorder = nullptr;
+    int64_t ns = 0;
+  };
+  Issue issue() const;
+  WorkPtr traced(const Issue& issue, std::string_view op, WorkPtr work) const;
   void check_peer(int peer, std::string_view what) const;
 
   int rank_;

@@ -1,12 +1,61 @@
 #include "core/comm/work.h"
 
 #include "core/error.h"
+#include "core/trace/recorder.h"
 
 namespace meshtrain {
 
+struct Work::TraceTag {
+  std::shared_ptr<trace::Recorder> recorder;
+  std::string group;
+  int64_t issued_ns;
+};
+
+Work::~Work() { delete trace_tag_.load(); }
+
+void Work::trace(std::shared_ptr<trace::Recorder> recorder, std::string group, std::string name,
+                 int64_t issued_ns) {
+  trace_name_ = std::move(name);
+  delete trace_tag_.exchange(new TraceTag{std::move(recorder), std::move(group), issued_ns});
+  // Completed meanwhile: mark_completed() may have run before the tag was there.
+  if (completed_.load()) record_trace(trace_tag_.exchange(nullptr));
+}
+
+void Work::mark_completed() {
+  completed_ns_ = trace::now_ns();
+  completed_.store(true);
+  if (trace_tag_.load() != nullptr) record_trace(trace_tag_.exchange(nullptr));
+}
+
+void Work::record_trace(TraceTag* tag) {
+  if (!tag) return;  // the other side took it
+  const std::unique_ptr<TraceTag> owned(tag);
+  trace::Span span;
+  span.name = trace_name_;
+  span.begin_ns = tag->issued_ns;
+  span.end_ns = std::max(completed_ns_, tag->issued_ns);
+  span.args.emplace_back("op", description());
+  tag->recorder->record_comm(tag->group, std::move(span));
+}
+
 void AsyncWork::wait(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  if (!cv_.wait_for(lock, timeout, [&] { return done_; }))
+  // Time blocked on an op still in flight is exposed communication: a wait span on the tracing
+  // thread's compute track.
+  trace::Recorder* recorder = done_ ? nullptr : trace::current();
+  const int64_t start = recorder ? trace::now_ns() : 0;
+  const bool done = cv_.wait_for(lock, timeout, [&] { return done_; });
+  if (recorder) {
+    trace::Span span;
+    span.name = "wait " + (trace_name().empty() ? std::string("comm") : trace_name());
+    span.kind = trace::Kind::wait;
+    span.begin_ns = start;
+    span.end_ns = trace::now_ns();
+    span.args.emplace_back("op", description());
+    if (!done) span.args.emplace_back("outcome", "timed out");
+    recorder->record(std::move(span));
+  }
+  if (!done)
     throw Timeout(detail::concat("timed out after ", timeout.count(), " ms waiting for ",
                                  description()));
   if (error_) std::rethrow_exception(error_);
@@ -18,6 +67,7 @@ bool AsyncWork::is_completed() {
 }
 
 void AsyncWork::complete() {
+  mark_completed();
   {
     std::lock_guard lock(mutex_);
     done_ = true;
@@ -26,6 +76,7 @@ void AsyncWork::complete() {
 }
 
 void AsyncWork::fail(std::exception_ptr error) {
+  mark_completed();
   {
     std::lock_guard lock(mutex_);
     done_ = true;

@@ -3,8 +3,10 @@
 // op, the group and the rank).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -12,11 +14,17 @@
 
 namespace meshtrain {
 
+namespace trace {
+class Recorder;
+}
+
 class Work {
  public:
   Work(std::string description, std::chrono::milliseconds default_timeout)
       : description_(std::move(description)), default_timeout_(default_timeout) {}
-  virtual ~Work() = default;
+  virtual ~Work();
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
 
   virtual void wait(std::chrono::milliseconds timeout) = 0;
   void wait() { wait(default_timeout_); }
@@ -24,9 +32,31 @@ class Work {
   // "all_gather of 4096 bytes on group 'dp_shard' (size 4) at rank 1"
   const std::string& description() const { return description_; }
 
+  // Tracing (core/trace): records the op on `recorder` as a span named `name` ("all_gather h.3")
+  // from `issued_ns` to its completion on the track of communicator `group`, once it completes
+  // (at once if it already has). The Communicator base calls this when the issuing thread traces;
+  // backends only call mark_completed(). A backend that never does records no comm spans.
+  void trace(std::shared_ptr<trace::Recorder> recorder, std::string group, std::string name,
+             int64_t issued_ns);
+  // The traced name ("all_gather h.3"), empty when the op is not traced.
+  const std::string& trace_name() const { return trace_name_; }
+
+ protected:
+  // Backends call this once, when the op completes or fails, from any thread.
+  void mark_completed();
+
  private:
+  struct TraceTag;
+  void record_trace(TraceTag* tag);
+
   std::string description_;
   std::chrono::milliseconds default_timeout_;
+  std::string trace_name_;
+  // Whoever takes the tag out (the tracing thread after completion, or the completing thread)
+  // records the span, exactly once.
+  std::atomic<TraceTag*> trace_tag_{nullptr};
+  std::atomic<bool> completed_{false};
+  int64_t completed_ns_ = 0;  // written before completed_ is set
 };
 using WorkPtr = std::shared_ptr<Work>;
 
@@ -49,7 +79,10 @@ class AsyncWork : public Work {
 // A Work that is already complete (for example an op on a group of one rank).
 class CompletedWork : public Work {
  public:
-  using Work::Work;
+  CompletedWork(std::string description, std::chrono::milliseconds default_timeout)
+      : Work(std::move(description), default_timeout) {
+    mark_completed();
+  }
   void wait(std::chrono::milliseconds) override {}
   bool is_completed() override { return true; }
 };

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/ops/cpu/cpu_ops.h"
+#include "core/trace/recorder.h"
 #include "meshtrain/config.h"
 #if MESHTRAIN_HAS_CUDA
 #include "core/ops/cuda/cuda_ops.h"
@@ -136,15 +137,21 @@ int64_t logit_rows(const Args& args, const Tensor& logits) {
 
 }  // namespace
 
-// Runs the implementation of `fn` for the device the arguments live on.
+// Runs the implementation of `fn` for the device the arguments live on, as one `kernel` span of
+// the rank's trace named by the op (core/trace; nothing but a thread-local load when not tracing).
+// A CUDA kernel's span covers its launch on the host, not its run on the device.
 #if MESHTRAIN_HAS_CUDA
-#define MT_DISPATCH(args, fn, ...) \
-  return (args).device().is_cuda() ? cuda::fn(__VA_ARGS__) : cpu::fn(__VA_ARGS__)
+#define MT_DISPATCH(args, fn, ...)                                                      \
+  do {                                                                                  \
+    const trace::Scope mt_kernel_span(trace::Kind::kernel, (args).op());                \
+    return (args).device().is_cuda() ? cuda::fn(__VA_ARGS__) : cpu::fn(__VA_ARGS__);    \
+  } while (0)
 #else
-#define MT_DISPATCH(args, fn, ...)                \
-  do {                                            \
-    if ((args).device().is_cuda()) no_cuda(args); \
-    return cpu::fn(__VA_ARGS__);                  \
+#define MT_DISPATCH(args, fn, ...)                                       \
+  do {                                                                   \
+    if ((args).device().is_cuda()) no_cuda(args);                        \
+    const trace::Scope mt_kernel_span(trace::Kind::kernel, (args).op()); \
+    return cpu::fn(__VA_ARGS__);                                         \
   } while (0)
 #endif
 

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/ops/ops.h"
+#include "core/trace/recorder.h"
 
 namespace meshtrain {
 
@@ -91,6 +92,7 @@ std::string FsdpUnit::unavailable_reason() const {
                         " (resharded in phase ", training_phase_name(phase_), ")");
 }
 
+// Work::wait itself records the blocked time as a wait span of the trace (core/trace).
 void FsdpUnit::wait(const WorkPtr& work) {
   const auto start = std::chrono::steady_clock::now();
   work->wait();
@@ -114,6 +116,7 @@ void FsdpUnit::begin_unshard() {
   } else {
     g.output = Tensor::empty({shard_size() * layout_.shard_numel}, config_.param_dtype,
                              master_.device());
+    const trace::CommLabel label(name_);  // traced as "all_gather <unit>"
     g.work = config_.groups.shard->all_gather_into(g.output, g.input);
   }
   gather_ = std::move(g);
@@ -173,8 +176,10 @@ void FsdpUnit::prepare_grads() {
 void FsdpUnit::reduce_grads(bool last_micro_batch) {
   if (views_mode_) {
     // Gradients accumulate in place; replicas sum them once, after the last micro-batch.
-    if (last_micro_batch && config_.groups.replicate)
+    if (last_micro_batch && config_.groups.replicate) {
+      const trace::CommLabel label(name_);
       replicate_reduce_ = config_.groups.replicate->all_reduce(grad_shard_, ReduceOp::sum);
+    }
     return;
   }
   if (config_.grad_sync == GradSync::last_micro_batch && !last_micro_batch) return;
@@ -199,6 +204,7 @@ void FsdpUnit::reduce_grads(bool last_micro_batch) {
     red.output = red.staging;
   } else {
     red.output = Tensor::empty({segment}, config_.reduce_dtype, master_.device());
+    const trace::CommLabel label(name_);
     red.scatter = config_.groups.shard->reduce_scatter_into(red.output, red.staging, ReduceOp::sum);
   }
   reduction_ = std::move(red);
@@ -217,8 +223,10 @@ void FsdpUnit::finish_reduction(bool wait_for_replicas) {
     red.staging = Tensor();
   }
   // Replicas sum the reduced shard: small, so it may run beside the rest of the backward.
-  if (config_.groups.replicate && !red.replicate)
+  if (config_.groups.replicate && !red.replicate) {
+    const trace::CommLabel label(name_);
     red.replicate = config_.groups.replicate->all_reduce(red.output, ReduceOp::sum);
+  }
   if (red.replicate) {
     if (!wait_for_replicas) return;
     wait(red.replicate);

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "core/error.h"
 #include "core/ops/ops.h"
+#include "core/trace/recorder.h"
 #include "mesh/axis_names.h"
 
 namespace meshtrain {
@@ -147,6 +149,10 @@ double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
     if (is_compute(a.kind)) st.flush(pp_);  // the transfers before it go out together
+    // A compute action is one span of the trace around its wait for input and its layers.
+    std::optional<trace::Scope> action_span;
+    if (is_compute(a.kind) && trace::current())
+      action_span.emplace(trace::Kind::other, [&] { return "pipeline " + to_string(a); });
     auto start = Clock::now();
     const Key key{a.stage, a.micro_batch};
     MicroBatch& mb = micro_batches.at(a.micro_batch);
