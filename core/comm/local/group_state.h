@@ -4,6 +4,8 @@
 // (see mailbox.h).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -65,6 +67,16 @@ class GroupState {
   // Sends and receives; a mismatched pair fails the group, and a failed group fails the mailbox.
   Mailbox& mailbox() { return mailbox_; }
 
+  // Test hook (set_local_op_delay): how long each member's progress thread holds back the
+  // completion of every collective of kind `op` of this group, after moving its data.
+  void set_op_delay(CommOp op, std::chrono::microseconds delay) {
+    op_delay_us_[static_cast<size_t>(op)].store(delay.count(), std::memory_order_relaxed);
+  }
+  std::chrono::microseconds op_delay(CommOp op) const {
+    return std::chrono::microseconds(
+        op_delay_us_[static_cast<size_t>(op)].load(std::memory_order_relaxed));
+  }
+
   // Fails every pending and future op of the group with PeerFailure(message); the first wins.
   void fail(const std::string& message);
   // Called by the world after an abort: wakes every wait so it throws.
@@ -94,6 +106,7 @@ class GroupState {
   std::string failure_;  // empty while healthy
   std::map<uint64_t, std::shared_ptr<Slot>> slots_;
   Mailbox mailbox_;  // has its own lock, always taken after mutex_ when both are held
+  std::array<std::atomic<int64_t>, kNumCommOps> op_delay_us_{};
 };
 
 }  // namespace meshtrain::local

@@ -1,6 +1,7 @@
 #include "core/comm/local/local_communicator.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "core/comm/local/data_movement.h"
 #include "core/error.h"
@@ -79,6 +80,9 @@ WorkPtr LocalCommunicator::collective(const OpSignature& signature, Tensor in, T
       std::shared_ptr<Slot> slot = group_->arrive(ctx, signature, std::move(post));
       move(*this, ctx, *slot);
       if (slot->phase_done.size() > 1) group_->sync(ctx, *slot);
+      // The test hook's delay holds back completion (and the ops queued behind), not the caller.
+      if (const auto delay = group_->op_delay(signature.op); delay.count() > 0)
+        std::this_thread::sleep_for(delay);
       // Past the last phase nobody reads my buffers: drop every handle (and free any staging)
       // before the op completes, so a waiter that frees its buffers really frees them.
       slot->posts[ctx.rank] = Post{};

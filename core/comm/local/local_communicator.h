@@ -27,6 +27,7 @@ class LocalCommunicator final : public Communicator {
   ~LocalCommunicator() override;
 
   std::string_view backend_name() const override { return "local"; }
+  GroupState& group_state() { return *group_; }
   bool supports(CommOp) const override { return true; }
 
  protected:

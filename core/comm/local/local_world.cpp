@@ -40,4 +40,12 @@ std::unique_ptr<Communicator> LocalWorld::communicator(int rank) {
 
 void LocalWorld::abort(int rank, const std::string& reason) { state_->abort(rank, reason); }
 
+void set_local_op_delay(Communicator& comm, CommOp op, std::chrono::microseconds delay) {
+  auto* local = dynamic_cast<local::LocalCommunicator*>(&comm);
+  MT_CHECK(local != nullptr, "set_local_op_delay: group '", comm.name(), "' is on the ",
+           comm.backend_name(), " backend, not local");
+  MT_CHECK_GE(delay.count(), 0, "set_local_op_delay: the delay must not be negative");
+  local->group_state().set_op_delay(op, delay);
+}
+
 }  // namespace meshtrain
