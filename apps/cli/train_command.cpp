@@ -150,6 +150,12 @@ void add_train_command(CLI::App& app) {
       ->check(non_negative);
   cmd->add_option("--save", c.save_path, "write the trained model (safetensors)");
   cmd->add_option("--metrics", c.metrics_path, "write per-step metrics (JSON lines)");
+  cmd->add_option("--trace", c.trace_dir,
+                  "write a Chrome trace per rank to this folder (DIR/rank_<r>.json; open in "
+                  "Perfetto or chrome://tracing; docs/tracing.md)");
+  cmd->add_flag("--profile", c.profile,
+                "print a profile at the end: time per kernel, exposed and in-flight "
+                "communication, achieved FLOP/s");
   cmd->add_option("--checkpoint-dir", c.checkpoint_dir,
                   "write distributed checkpoints here (docs/checkpoint.md); each rank writes "
                   "only its own shards");

@@ -1,12 +1,16 @@
 #include "apps/train/run_training.h"
 
 #include <chrono>
+#include <filesystem>
+#include <memory>
 #include <optional>
 
 #include "apps/train/fault_injection.h"
 #include "apps/train/job_error.h"
 #include "apps/train/reporter.h"
+#include "apps/train/trace_output.h"
 #include "apps/train/trainer.h"
+#include "core/comm/gather_values.h"
 #include "core/comm/local/spawn_ranks.h"
 #include "core/ops/cpu/cpu_threads.h"
 #include "core/error.h"
@@ -24,11 +28,22 @@ CommOptions comm_options(const TrainConfig& config) {
   return CommOptions{std::chrono::seconds(config.timeout_s)};
 }
 
-// One rank's whole run; `reporter` is set on rank 0 only.
-std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& world,
-                                    MemoryTracker& memory, TrainReporter* reporter,
-                                    const std::optional<InjectedFault>& fault) {
-  ops::cpu::set_cpu_threads(config.threads_per_rank());  // per rank thread (OpenMP's count)
+// --profile: every rank's figures over the steps, printed by rank 0 (collective).
+void report_profile(const TrainConfig& config, Communicator& world,
+                    const trace::Recorder& recorder, TrainReporter* reporter) {
+  const std::vector<std::string> all = all_gather_strings(world, to_json(rank_profile(recorder)));
+  if (!reporter) return;
+  std::vector<RankProfile> ranks;
+  for (const std::string& text : all) ranks.push_back(rank_profile_from_json(text));
+  reporter->note(
+      profile_table(ranks, model_flops_per_step(config.model, config.batch, config.seq)));
+}
+
+// The steps and what follows them; `recorder` is set when tracing or profiling.
+std::vector<StepMetrics> train_steps(const TrainConfig& config, Communicator& world,
+                                     MemoryTracker& memory, TrainReporter* reporter,
+                                     const std::optional<InjectedFault>& fault,
+                                     trace::Recorder* recorder) {
   Trainer trainer(config, world, memory);
   if (reporter)
     reporter->start(trainer.mesh().layout().to_string(), trainer.plan().describe(),
@@ -37,6 +52,7 @@ std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& wor
     reporter->note("resumed from " + trainer.resumed_from() + " at step " +
                    std::to_string(trainer.steps_done()));
   std::vector<StepMetrics> steps;
+  if (recorder) recorder->reset_totals();  // the profile covers the steps only
   while (trainer.steps_done() < config.steps) {
     if (fault) fault->maybe_fire(world.rank(), trainer.steps_done() + 1);
     steps.push_back(trainer.step());
@@ -48,12 +64,47 @@ std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& wor
       if (reporter) reporter->note("checkpoint " + path);
     }
   }
+  if (config.profile) report_profile(config, world, *recorder, reporter);
   if (!config.save_path.empty()) trainer.save(config.save_path);
   std::string sample;
   if (config.sample_bytes > 0 && config.model.vocab == 256)
     sample = trainer.sample(config.sample_bytes, config.seed);
   if (reporter) reporter->finish(sample);
   return steps;
+}
+
+// One rank's whole run; `reporter` is set on rank 0 only.
+std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& world,
+                                    MemoryTracker& memory, TrainReporter* reporter,
+                                    const std::optional<InjectedFault>& fault) {
+  ops::cpu::set_cpu_threads(config.threads_per_rank());  // per rank thread (OpenMP's count)
+  // Tracing (docs/tracing.md): a recorder bound to this rank's thread for the whole run; the
+  // trace is written at the end, and also when the run fails.
+  std::shared_ptr<trace::Recorder> recorder;
+  if (!config.trace_dir.empty() || config.profile)
+    recorder = std::make_shared<trace::Recorder>(
+        world.rank(), trace::RecorderOptions{.keep_spans = !config.trace_dir.empty()});
+  const trace::Bind bind(recorder.get());
+  const auto write_trace = [&] {
+    if (config.trace_dir.empty()) return;
+    std::filesystem::create_directories(config.trace_dir);
+    write_chrome_trace(*recorder, config.trace_dir,
+                       {{"world", std::to_string(world.size())},
+                        {"backend", std::string(backend_name(config.backend))},
+                        {"model", config.model.describe()}});
+  };
+  try {
+    std::vector<StepMetrics> steps = train_steps(config, world, memory, reporter, fault,
+                                                 recorder.get());
+    write_trace();
+    return steps;
+  } catch (...) {
+    try {
+      write_trace();  // what the failed run recorded, for its post-mortem
+    } catch (...) {
+    }
+    throw;
+  }
 }
 
 }  // namespace

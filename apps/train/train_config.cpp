@@ -111,6 +111,7 @@ void TrainConfig::validate() const {
   const double params = static_cast<double>(model.num_parameters());
   check_output_file(save_path, "--save", 4.0 * params);
   check_output_file(metrics_path, "--metrics", 0.0);
+  check_output_folder(trace_dir, "--trace", 0.0);
   check_output_folder(checkpoint_dir, "--checkpoint-dir", 12.0 * params);
   MT_CHECK_GE(checkpoint_every, 0, "--checkpoint-every must not be negative");
   MT_CHECK_GE(keep, 0, "--keep must not be negative");

@@ -41,6 +41,12 @@ struct TrainConfig {
   // parameters, AdamW state, step and data position; `steps` stays the run's total.
   std::string resume_dir;
   std::string metrics_path;  // JSON lines, one object per step
+  // Chrome traces (docs/tracing.md): each rank writes trace_dir/rank_<r>.json at the end of the
+  // run (and of a failed run); empty: no tracing.
+  std::string trace_dir;
+  // Rank 0 prints a profile table at the end: time per kernel kind, exposed and total
+  // communication, achieved FLOP/s.
+  bool profile = false;
   int world = 1;
   BackendKind backend = BackendKind::local;
   // Every collective wait ends after this long with an error naming the operation and the rank

@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include "core/comm/gather_values.h"
 #include "checkpoint/durable_files.h"
 #include "core/error.h"
+#include "core/trace/recorder.h"
 #include "models/checkpoint.h"
 #include "models/gpt2_init.h"
 #include "models/safetensors.h"
@@ -113,6 +115,9 @@ uint64_t Trainer::strategy_bytes_sent() const {
 }
 
 StepMetrics Trainer::step() {
+  // The step's span in the trace: the step boundary (docs/tracing.md).
+  const trace::Scope step_span(trace::Kind::step,
+                               [&] { return "step " + std::to_string(step_ + 1); });
   memory_.reset_peaks();
   const uint64_t bytes_before = strategy_bytes_sent();
   FsdpStrategy* fsdp_strategy = fsdp();
@@ -131,6 +136,8 @@ StepMetrics Trainer::step() {
 
   TrainableState& state = *parallel_.state;
   std::vector<OptimizerSlot> slots = state.optimizer_slots();
+  std::optional<trace::Scope> update_span;  // the gradient norm, clipping and AdamW
+  update_span.emplace(trace::Kind::other, "optimizer update");
   const double grad_norm = global_grad_norm(slots, *mesh_);
   // Every rank holds the same reduced figures, so every rank stops here, before the update.
   if (!std::isfinite(loss) || !std::isfinite(grad_norm))
@@ -142,6 +149,7 @@ StepMetrics Trainer::step() {
   const float lr = config_.lr.at(step_);
   optimizer_.step(slots, lr);
   state.zero_grad();
+  update_span.reset();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
   // Reduce the step's figures over ranks (on the world communicator, outside the counted groups).
