@@ -5,6 +5,7 @@
 // f32 GEMMs and rounded back.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "core/ops/cpu/blas.h"
@@ -32,12 +33,21 @@ struct AttentionDims {
   int64_t probs_offset(int64_t b, int64_t h) const { return (b * heads + h) * seq * seq; }
 };
 
+// Row t's keys 0..t rounded up to whole lanes (at most seq): the row loops below run over these,
+// with -inf scores (e^-inf = 0) or zero probabilities in the padding, so that they need no scalar
+// tails.
+int64_t padded_keys(int64_t t, int64_t seq) {
+  const int64_t lanes = LaneSum::kLanes;
+  return std::min(seq, (t + lanes) / lanes * lanes);
+}
+
 // In place over the T x T scores of one pair: row t becomes the softmax over keys 0..t, with zeros
 // for the future keys.
 MT_CLONES void causal_softmax_rows(float* scores, int64_t seq) {
   for (int64_t t = 0; t < seq; ++t) {
     float* row = scores + t * seq;
-    const int64_t keys = t + 1;
+    const int64_t keys = padded_keys(t, seq);
+    for (int64_t j = t + 1; j < keys; ++j) row[j] = -std::numeric_limits<float>::infinity();
     const float max = lane_max(keys, [&](int64_t j) { return row[j]; });
     for (int64_t j = 0; j < keys; ++j) row[j] = fast_exp(row[j] - max);
     const float inv = 1.0f / lane_sum(keys, [&](int64_t j) { return row[j]; });
@@ -51,7 +61,7 @@ MT_CLONES void softmax_backward_rows(const float* probs, float* d_scores, int64_
   for (int64_t t = 0; t < seq; ++t) {
     const float* p = probs + t * seq;
     float* ds = d_scores + t * seq;
-    const int64_t keys = t + 1;
+    const int64_t keys = padded_keys(t, seq);
     const float dot = lane_sum(keys, [&](int64_t j) { return p[j] * ds[j]; });
     for (int64_t j = 0; j < keys; ++j) ds[j] = p[j] * (ds[j] - dot);
     for (int64_t j = keys; j < seq; ++j) ds[j] = 0.0f;
@@ -84,7 +94,7 @@ void for_each_pair(const AttentionDims& d, Pair&& pair) {
   const auto run = [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) pair(i / d.heads, i % d.heads);
   };
-  if (cpu_threads() > 1 && d.pairs() > 1 && !omp_in_parallel()) {
+  if (cpu_threads() > 1 && d.pairs() > 1) {
     SingleThreadedBlas serial_blas;
     parallel_for(d.pairs(), 1, run);
   } else {

@@ -1,10 +1,16 @@
-// The CPU kernels' thread count: OpenMP's per-thread ICV plus OpenBLAS's process-wide count.
+// The CPU kernels' thread count (OpenMP's per-thread ICV plus OpenBLAS's process-wide count) and
+// the worker threads that run their parallel parts.
 #include "core/ops/cpu/cpu_threads.h"
 
 #include <cblas.h>
 #include <omp.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <memory>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "core/error.h"
 
@@ -27,6 +33,113 @@ void set_cpu_threads(int threads) {
   MT_CHECK_GE(threads, 1, "set_cpu_threads: need at least one thread");
   omp_set_num_threads(threads);
   exchange_blas_threads(threads);
+}
+
+namespace {
+// Pause instructions a worker spins for the next job before it sleeps (tens of microseconds): enough
+// for the kernels that follow one another, far from the milliseconds that would starve OpenBLAS.
+constexpr int kSpinPauses = 1000;
+
+inline void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+thread_local bool in_job = false;
+
+// The workers of one calling thread.
+class Team {
+ public:
+  ~Team() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+      generation_.fetch_add(1);
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  void run(int n, void (*job)(void*, int), void* context) {
+    while (static_cast<int>(threads_.size()) < n - 1) {
+      const int index = static_cast<int>(threads_.size()) + 1;
+      threads_.emplace_back([this, index] { work(index); });
+    }
+    {
+      std::lock_guard lock(mutex_);
+      job_ = job;
+      context_ = context;
+      active_ = n;
+      remaining_.store(n - 1);
+      generation_.fetch_add(1);
+    }
+    wake_.notify_all();
+    in_job = true;
+    job(context, 0);
+    in_job = false;
+    for (int i = 0; i < kSpinPauses && remaining_.load(std::memory_order_acquire) != 0; ++i) pause();
+    if (remaining_.load(std::memory_order_acquire) != 0) {
+      std::unique_lock lock(mutex_);
+      done_.wait(lock, [&] { return remaining_.load() == 0; });
+    }
+  }
+
+ private:
+  void work(int index) {
+    in_job = true;
+    uint64_t seen = 0;
+    for (;;) {
+      uint64_t generation = generation_.load(std::memory_order_acquire);
+      for (int i = 0; i < kSpinPauses && generation == seen; ++i) {
+        pause();
+        generation = generation_.load(std::memory_order_acquire);
+      }
+      if (generation == seen) {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return generation_.load() != seen; });
+        generation = generation_.load();
+      }
+      seen = generation;
+      void (*job)(void*, int);
+      void* context;
+      int active;
+      {
+        std::lock_guard lock(mutex_);
+        if (stop_) return;
+        job = job_;
+        context = context_;
+        active = active_;
+      }
+      if (index >= active) continue;
+      job(context, index);
+      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard lock(mutex_);
+        done_.notify_one();
+      }
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> remaining_{0};
+  void (*job_)(void*, int) = nullptr;
+  void* context_ = nullptr;
+  int active_ = 0;
+  bool stop_ = false;
+};
+}  // namespace
+
+void run_on_threads(int n, void (*job)(void* context, int index), void* context) {
+  if (n <= 1 || in_job) {
+    for (int i = 0; i < n; ++i) job(context, i);
+    return;
+  }
+  thread_local std::unique_ptr<Team> team;
+  if (!team) team = std::make_unique<Team>();
+  team->run(n, job, context);
 }
 
 SingleThreadedBlas::SingleThreadedBlas() : saved_(exchange_blas_threads(1)) {}

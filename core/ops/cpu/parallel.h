@@ -1,30 +1,40 @@
-// Row and block parallelism for the CPU kernels (OpenMP; the count is the calling thread's,
-// set_cpu_threads). Only for the kernels' .cpp files, which are compiled with OpenMP.
+// Row and block parallelism for the CPU kernels, on the calling thread's count (set_cpu_threads)
+// and workers (run_on_threads).
 #pragma once
-
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "core/ops/cpu/cpu_threads.h"
+
 namespace meshtrain::ops::cpu {
 
 // body(begin, end) over [0, count) in at most cpu_threads() contiguous chunks of at least `grain`
-// items; one chunk, on the calling thread, when the work is too small to share. Chunk bounds may
-// change with the thread count, so body's results must not depend on them (row-wise or
-// element-wise work); sums over many items use fixed blocks instead (for_blocks).
+// items (run_on_threads); one chunk, on the calling thread, when the work is too small to share or
+// when called from inside a chunk. Chunk bounds change with the thread count, so body's results
+// must not depend on them (row-wise or element-wise work); sums over many items use fixed blocks
+// instead (for_blocks).
 template <typename Body>
 void parallel_for(int64_t count, int64_t grain, Body&& body) {
   if (count <= 0) return;
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const int64_t chunks = std::min<int64_t>(threads, std::max<int64_t>(count / std::max<int64_t>(grain, 1), 1));
+  const int64_t chunks =
+      std::min<int64_t>(cpu_threads(), std::max<int64_t>(count / std::max<int64_t>(grain, 1), 1));
   if (chunks <= 1) {
     body(int64_t{0}, count);
     return;
   }
-#pragma omp parallel for schedule(static) num_threads(static_cast<int>(chunks))
-  for (int64_t c = 0; c < chunks; ++c) body(count * c / chunks, count * (c + 1) / chunks);
+  struct Job {
+    Body& body;
+    int64_t count, chunks;
+  } job{body, count, chunks};
+  run_on_threads(
+      static_cast<int>(chunks),
+      [](void* context, int c) {
+        Job& j = *static_cast<Job*>(context);
+        j.body(j.count * c / j.chunks, j.count * (c + 1) / j.chunks);
+      },
+      &job);
 }
 
 // body(block, begin, end) for the fixed blocks [block * size, min((block + 1) * size, count)):
