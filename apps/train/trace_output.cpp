@@ -319,6 +319,10 @@ std::string profile_table(const std::vector<RankProfile>& ranks, double flops_pe
                   exposed / static_cast<double>(n) * per_step, 100.0 * exposed / in_flight,
                   100.0 * std::max(0.0, 1.0 - exposed / in_flight));
     text += line;
+    if (exposed > in_flight)
+      text +=
+          "  (a wait lasts until its rank runs again: with more ranks and progress threads than "
+          "CPUs, waking up takes long, and waits can outlast the ops they wait for)\n";
   } else {
     text += "communication: none traced (one rank, or a backend that does not report completion)\n";
   }
