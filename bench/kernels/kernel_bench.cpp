@@ -29,8 +29,8 @@ using meshtrain::Shape;
 using meshtrain::Tensor;
 namespace ops = meshtrain::ops;
 
-constexpr int64_t kBatch = 8, kSeq = 128, kRows = kBatch * kSeq, kC = 512, kHeads = 8,
-                  kVocab = 256, kLayers = 6;
+constexpr int64_t kBatch = 8, kSeq = 128, kRows = kBatch * kSeq, kC = 512, kHeads = 8, kVocab = 256,
+                  kLayers = 6;
 // Parameters of the reference model (AdamW's and the gradient norm's tensors).
 constexpr int64_t kParams = kLayers * (12 * kC * kC + 13 * kC) + (kVocab + kSeq) * kC + 2 * kC;
 
@@ -102,7 +102,7 @@ void run(benchmark::State& state, const Setup& setup, DType dtype) {
     benchmark::ClobberMemory();
   }
   state.counters["GB"] = benchmark::Counter(static_cast<double>(k.bytes) * 1e-9,
-                                              benchmark::Counter::kIsIterationInvariantRate);
+                                            benchmark::Counter::kIsIterationInvariantRate);
   state.counters["memcpy_GB/s"] = baseline;
   if (k.flops > 0)
     state.counters["GFLOP"] =
@@ -135,7 +135,8 @@ void register_all() {
     Tensor in = filled(rows_c, t), w = filled({kC}, t, 2), b = filled({kC}, t, 3),
            out = Tensor::empty(rows_c, t), mean = Tensor::empty({kRows}),
            rstd = Tensor::empty({kRows}), d_out = filled(rows_c, t, 4),
-           d_in = Tensor::empty(rows_c, t), dw = Tensor::zeros({kC}, t), db = Tensor::zeros({kC}, t);
+           d_in = Tensor::empty(rows_c, t), dw = Tensor::zeros({kC}, t),
+           db = Tensor::zeros({kC}, t);
     ops::layernorm_forward(out, mean, rstd, in, w, b, 1e-5f);
     return Kernel{[=] { ops::layernorm_backward(d_in, dw, db, d_out, in, w, mean, rstd); },
                   3 * kRows * kC * esize(t) + 8 * kRows};
@@ -153,7 +154,8 @@ void register_all() {
     Tensor qkv = filled({kBatch, kSeq, 3 * kC}, t), out = Tensor::empty({kBatch, kSeq, kC}, t),
            probs = Tensor::empty({kBatch, kHeads, kSeq, kSeq});
     return Kernel{[=] { ops::attention_forward(out, probs, qkv, kHeads); },
-                  4 * kRows * kC * esize(t) + static_cast<int64_t>(probs.nbytes()), attention_gemm_flops};
+                  4 * kRows * kC * esize(t) + static_cast<int64_t>(probs.nbytes()),
+                  attention_gemm_flops};
   });
   add("attention_backward", [=](DType t) {
     Tensor qkv = filled({kBatch, kSeq, 3 * kC}, t), out = Tensor::empty({kBatch, kSeq, kC}, t),
@@ -161,7 +163,8 @@ void register_all() {
            d_qkv = Tensor::empty(qkv.shape(), t);
     ops::attention_forward(out, probs, qkv, kHeads);
     return Kernel{[=] { ops::attention_backward(d_qkv, d_out, qkv, probs, kHeads); },
-                  7 * kRows * kC * esize(t) + static_cast<int64_t>(probs.nbytes()), 2 * attention_gemm_flops};
+                  7 * kRows * kC * esize(t) + static_cast<int64_t>(probs.nbytes()),
+                  2 * attention_gemm_flops};
   });
   const Shape logits_shape{kRows, kVocab};
   add("cross_entropy_row_max", [=](DType t) {
@@ -174,8 +177,9 @@ void register_all() {
            sum_exp = Tensor::empty({kRows}), picked = Tensor::empty({kRows}),
            targets = ids(kRows, kVocab);
     ops::cross_entropy_row_max(row_max, logits);
-    return Kernel{[=] { ops::cross_entropy_partials(sum_exp, picked, logits, targets, row_max, 0); },
-                  logits.numel() * esize(t) + 16 * kRows};
+    return Kernel{
+        [=] { ops::cross_entropy_partials(sum_exp, picked, logits, targets, row_max, 0); },
+        logits.numel() * esize(t) + 16 * kRows};
   });
   add("cross_entropy_backward", [=](DType t) {
     Tensor logits = filled(logits_shape, t), row_max = Tensor::empty({kRows}),
@@ -190,7 +194,8 @@ void register_all() {
                   2 * logits.numel() * esize(t) + 12 * kRows};
   });
   add("embedding_forward", [=](DType t) {
-    Tensor table = filled({kVocab, kC}, t), out = Tensor::empty(rows_c, t), tokens = ids(kRows, kVocab);
+    Tensor table = filled({kVocab, kC}, t), out = Tensor::empty(rows_c, t),
+           tokens = ids(kRows, kVocab);
     return Kernel{[=] { ops::embedding_forward(out, tokens, table, 0); },
                   2 * kRows * kC * esize(t) + 4 * kRows};
   });
@@ -217,19 +222,22 @@ void register_all() {
     Tensor x = filled({kParams}, t);
     return Kernel{[=] { benchmark::DoNotOptimize(ops::sum_squares(x)); }, x.numel() * esize(t)};
   });
-  add("cast_f32_to_bf16/params",
+  add(
+      "cast_f32_to_bf16/params",
       [=](DType) {
         Tensor in = filled({kParams}), out = Tensor::empty({kParams}, DType::bf16);
         return Kernel{[=] { ops::cast(out, in); }, 6 * kParams};
       },
       false);
-  add("cast_bf16_to_f32/params",
+  add(
+      "cast_bf16_to_f32/params",
       [=](DType) {
         Tensor in = filled({kParams}, DType::bf16), out = Tensor::empty({kParams});
         return Kernel{[=] { ops::cast(out, in); }, 6 * kParams};
       },
       false);
-  add("adamw_step/params",
+  add(
+      "adamw_step/params",
       [=](DType) {
         Tensor p = filled({kParams}), g = filled({kParams}, DType::f32, 2),
                m = Tensor::zeros({kParams}), v = Tensor::zeros({kParams});

@@ -1,6 +1,6 @@
-// The vectorised, threaded CPU kernels against straightforward double-precision loops, at sizes that
-// leave every kind of vector tail (0, 1, 7, 16, 33, 1000 elements per row or tensor); their bf16
-// variants against the f32 kernel run on the bf16-rounded inputs; and bitwise the same results
+// The vectorised, threaded CPU kernels against straightforward double-precision loops, at sizes
+// that leave every kind of vector tail (0, 1, 7, 16, 33, 1000 elements per row or tensor); their
+// bf16 variants against the f32 kernel run on the bf16-rounded inputs; and bitwise the same results
 // with 1 and 2 CPU threads.
 #include <gtest/gtest.h>
 
@@ -55,8 +55,8 @@ Tensor to_f32(const Tensor& t) {
 }
 
 // A bf16 result against the f32 result on the same (bf16-rounded) inputs: within the rounding of
-// the output to bf16 (half an ulp: 2^-8 relative, bf16 having 8 significant bits) and f32's own error, with `abs` for values that
-// cancel to near zero.
+// the output to bf16 (half an ulp: 2^-8 relative, bf16 having 8 significant bits) and f32's own
+// error, with `abs` for values that cancel to near zero.
 void expect_bf16_rounding_of(const Tensor& bf16, const Tensor& f32, const std::string& what,
                              double abs = 1e-6) {
   ASSERT_EQ(bf16.dtype(), DType::bf16) << what;
@@ -114,7 +114,8 @@ TEST(CpuKernels, FastExpIsWithin2p5e7RelativeOfExpEverywhere) {
 // Elementwise kernels, GELU and the casts at every tail size.
 
 double gelu_ref(double x) {
-  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+  return 0.5 * x *
+         (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
 }
 double gelu_grad_ref(double x) {
   const double k = std::sqrt(2.0 / std::numbers::pi);
@@ -374,7 +375,6 @@ TEST(CpuKernels, EmbeddingBackwardAddsRepeatedIdsInOrder) {
     const std::vector<int32_t> ids = {3, 2, 3, 9, 0, 6, 3, 2, 1, 4};
     const int64_t n = static_cast<int64_t>(ids.size());
     const Tensor d_out = random_tensor({n, c}, 1), d_table = random_tensor({kV, c}, 2);
-    std::vector<double> want = doubles(d_table);
     const std::vector<float> dy = d_out.to_vector();
     // Sequential f32 accumulation, position by position: the order the kernel must keep.
     std::vector<float> acc = d_table.to_vector();
@@ -383,7 +383,7 @@ TEST(CpuKernels, EmbeddingBackwardAddsRepeatedIdsInOrder) {
       if (row < 0 || row >= kV) continue;
       for (int64_t k = 0; k < c; ++k) acc[row * c + k] += dy[i * c + k];
     }
-    want.assign(acc.begin(), acc.end());
+    const std::vector<double> want(acc.begin(), acc.end());
     ops::embedding_backward(d_table, d_out, Tensor::from_vector(ids, {n}), 2);
     test::expect_all_near(d_table, want, 0.0, "d_table");
   }
@@ -423,7 +423,8 @@ TEST(CpuKernels, Bf16KernelsMatchF32OnRoundedInputs) {
   constexpr int64_t kRows = 6, kC = 33;
   const Tensor in = to_f32(to_bf16(random_tensor({kRows, kC}, 1, -3.0f, 3.0f)));
   const Tensor other = to_f32(to_bf16(random_tensor({kRows, kC}, 2, -3.0f, 3.0f)));
-  const Tensor w = to_f32(to_bf16(random_tensor({kC}, 3))), b = to_f32(to_bf16(random_tensor({kC}, 4)));
+  const Tensor w = to_f32(to_bf16(random_tensor({kC}, 3))),
+               b = to_f32(to_bf16(random_tensor({kC}, 4)));
   const auto both = [&](const std::string& what, const std::function<Tensor(DType)>& run,
                         double abs = 1e-6) {
     SCOPED_TRACE(what);
@@ -471,8 +472,9 @@ TEST(CpuKernels, Bf16KernelsMatchF32OnRoundedInputs) {
     return std::vector<Tensor>{out, d_in, dw, db}[output];
   };
   for (int output = 0; output < 4; ++output)
-    both("layernorm output " + std::to_string(output),
-         [&](DType t) { return layernorm(t, output); }, 1e-5);
+    both(
+        "layernorm output " + std::to_string(output), [&](DType t) { return layernorm(t, output); },
+        1e-5);
   EXPECT_EQ(stats[0][0].to_vector(), stats[1][0].to_vector());
   EXPECT_EQ(stats[0][1].to_vector(), stats[1][1].to_vector());
   // Cross-entropy: statistics f32 and equal; d_logits rounded once.
@@ -545,11 +547,13 @@ TEST(CpuKernels, ResultsAreBitwiseTheSameFor1And2Threads) {
           return std::vector<Tensor>{sum, y, x, g, dg, squares, wide, narrow};
         },
         "elementwise");
-    const Tensor in = as(random_tensor({kRows, kC}, 3, -2.0f, 2.0f)), w = as(random_tensor({kC}, 4)),
-                 bias = as(random_tensor({kC}, 5)), dy = as(random_tensor({kRows, kC}, 6));
+    const Tensor in = as(random_tensor({kRows, kC}, 3, -2.0f, 2.0f)),
+                 w = as(random_tensor({kC}, 4)), bias = as(random_tensor({kC}, 5)),
+                 dy = as(random_tensor({kRows, kC}, 6));
     expect_same_for_1_and_2_threads(
         [&] {
-          const Tensor out = Tensor::empty(in.shape(), dtype), d_in = Tensor::empty(in.shape(), dtype);
+          const Tensor out = Tensor::empty(in.shape(), dtype),
+                       d_in = Tensor::empty(in.shape(), dtype);
           const Tensor mean = Tensor::empty({kRows}), rstd = Tensor::empty({kRows});
           const Tensor dw = Tensor::zeros({kC}, dtype), db = Tensor::zeros({kC}, dtype);
           ops::layernorm_forward(out, mean, rstd, in, w, bias, 1e-5f);
@@ -564,7 +568,8 @@ TEST(CpuKernels, ResultsAreBitwiseTheSameFor1And2Threads) {
     expect_same_for_1_and_2_threads(
         [&] {
           const int64_t n = logits.dim(0);
-          const Tensor max = Tensor::empty({n}), sum = Tensor::empty({n}), picked = Tensor::empty({n});
+          const Tensor max = Tensor::empty({n}), sum = Tensor::empty({n}),
+                       picked = Tensor::empty({n});
           const Tensor d = Tensor::empty(logits.shape(), dtype);
           ops::cross_entropy_row_max(max, logits);
           ops::cross_entropy_partials(sum, picked, logits, targets, max, 0);
@@ -576,7 +581,8 @@ TEST(CpuKernels, ResultsAreBitwiseTheSameFor1And2Threads) {
     const Tensor d_out = as(random_tensor({3, 33, 24}, 9));
     expect_same_for_1_and_2_threads(
         [&] {
-          const Tensor out = Tensor::empty({3, 33, 24}, dtype), probs = Tensor::empty({3, 4, 33, 33});
+          const Tensor out = Tensor::empty({3, 33, 24}, dtype),
+                       probs = Tensor::empty({3, 4, 33, 33});
           const Tensor d_qkv = Tensor::empty(qkv.shape(), dtype);
           ops::attention_forward(out, probs, qkv, 4);
           ops::attention_backward(d_qkv, d_out, qkv, probs, 4);

@@ -14,8 +14,7 @@ struct AdamWStep {
   float b1, b2, step_size, inv_bc2_sqrt, decay, eps;
 };
 
-MT_CLONES void adamw_block(float* p, const float* g, float* m, float* v, int64_t n,
-                           AdamWStep s) {
+MT_CLONES void adamw_block(float* p, const float* g, float* m, float* v, int64_t n, AdamWStep s) {
   for (int64_t i = 0; i < n; ++i) {
     const float mi = s.b1 * m[i] + (1.0f - s.b1) * g[i];
     const float vi = s.b2 * v[i] + (1.0f - s.b2) * g[i] * g[i];

@@ -36,8 +36,9 @@ void set_cpu_threads(int threads) {
 }
 
 namespace {
-// Pause instructions a worker spins for the next job before it sleeps (tens of microseconds): enough
-// for the kernels that follow one another, far from the milliseconds that would starve OpenBLAS.
+// Pause instructions a worker spins for the next job before it sleeps (tens of microseconds):
+// enough for the kernels that follow one another, far from the milliseconds that would starve
+// OpenBLAS.
 constexpr int kSpinPauses = 1000;
 
 inline void pause() {
@@ -78,7 +79,8 @@ class Team {
     in_job = true;
     job(context, 0);
     in_job = false;
-    for (int i = 0; i < kSpinPauses && remaining_.load(std::memory_order_acquire) != 0; ++i) pause();
+    for (int i = 0; i < kSpinPauses && remaining_.load(std::memory_order_acquire) != 0; ++i)
+      pause();
     if (remaining_.load(std::memory_order_acquire) != 0) {
       std::unique_lock lock(mutex_);
       done_.wait(lock, [&] { return remaining_.load() == 0; });

@@ -1,7 +1,7 @@
-// How many threads the CPU kernels of the calling thread use. Local-backend ranks are threads of one
-// process, so the setting is per calling thread: it is OpenMP's nthreads ICV (omp_set_num_threads),
-// which the kernels (run_on_threads below) and oneDNN (libgomp) read. OpenBLAS has only a
-// process-wide count, which set_cpu_threads sets too (see cpu_threads.cpp).
+// How many threads the CPU kernels of the calling thread use. Local-backend ranks are threads of
+// one process, so the setting is per calling thread: it is OpenMP's nthreads ICV
+// (omp_set_num_threads), which the kernels (run_on_threads below) and oneDNN (libgomp) read.
+// OpenBLAS has only a process-wide count, which set_cpu_threads sets too (see cpu_threads.cpp).
 #pragma once
 
 namespace meshtrain::ops::cpu {

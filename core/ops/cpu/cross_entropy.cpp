@@ -20,7 +20,9 @@ int64_t slice_column(int32_t target, int64_t vocab_start, int64_t vocab) {
 }
 
 // Rows per thread at least: about 16K logits.
-int64_t row_grain(int64_t vocab) { return std::max<int64_t>(16384 / std::max<int64_t>(vocab, 1), 1); }
+int64_t row_grain(int64_t vocab) {
+  return std::max<int64_t>(16384 / std::max<int64_t>(vocab, 1), 1);
+}
 
 template <typename T>
 MT_INLINE void row_max_rows(const T* logits, float* max, int64_t vocab, int64_t first,
@@ -98,8 +100,9 @@ void partials_as(const Tensor& sum_exp, const Tensor& target_logit, const Tensor
   const float* max = row_max.data<float>();
   float* sums = sum_exp.data<float>();
   float* picked = target_logit.data<float>();
-  parallel_for(rows, row_grain(vocab),
-               [&](int64_t first, int64_t last) { sum_exp_block(x, max, sums, vocab, first, last); });
+  parallel_for(rows, row_grain(vocab), [&](int64_t first, int64_t last) {
+    sum_exp_block(x, max, sums, vocab, first, last);
+  });
   for (int64_t n = 0; n < rows; ++n) {
     const int64_t column = slice_column(ids[n], vocab_start, vocab);
     picked[n] = column >= 0 ? load(x[n * vocab + column]) : 0.0f;
@@ -123,7 +126,8 @@ void backward_as(const Tensor& d_logits, const Tensor& logits, const Tensor& tar
       const int64_t column = slice_column(ids[n], vocab_start, vocab);
       if (column < 0) continue;
       const float factor = scale / sums[n];
-      store(dx[n * vocab + column], factor * fast_exp(load(x[n * vocab + column]) - max[n]) - scale);
+      store(dx[n * vocab + column],
+            factor * fast_exp(load(x[n * vocab + column]) - max[n]) - scale);
     }
   });
 }

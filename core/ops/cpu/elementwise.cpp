@@ -11,8 +11,8 @@
 namespace meshtrain::ops::cpu {
 
 namespace {
-constexpr int64_t kGrain = 32768;        // elements per thread at least
-constexpr int64_t kSumBlock = 16384;     // sum_squares' fixed blocks (thread-count independent)
+constexpr int64_t kGrain = 32768;     // elements per thread at least
+constexpr int64_t kSumBlock = 16384;  // sum_squares' fixed blocks (thread-count independent)
 
 template <typename T>
 MT_INLINE void add_impl(const T* a, const T* b, T* out, int64_t n) {
@@ -76,16 +76,18 @@ void add_as(const Tensor& out, const Tensor& a, const Tensor& b) {
   const T* x = a.data<T>();
   const T* y = b.data<T>();
   T* z = out.data<T>();
-  parallel_for(out.numel(), kGrain,
-               [&](int64_t begin, int64_t end) { add_block(x + begin, y + begin, z + begin, end - begin); });
+  parallel_for(out.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    add_block(x + begin, y + begin, z + begin, end - begin);
+  });
 }
 
 template <typename T>
 void axpy_as(const Tensor& y, float alpha, const Tensor& x) {
   const T* src = x.data<T>();
   T* dst = y.data<T>();
-  parallel_for(y.numel(), kGrain,
-               [&](int64_t begin, int64_t end) { axpy_block(dst + begin, alpha, src + begin, end - begin); });
+  parallel_for(y.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    axpy_block(dst + begin, alpha, src + begin, end - begin);
+  });
 }
 
 template <typename T>
@@ -148,13 +150,15 @@ void cast(const Tensor& out, const Tensor& in) {
   } else if (out.dtype() == DType::bf16) {
     const float* src = in.data<float>();
     BF16* dst = out.data<BF16>();
-    parallel_for(n, kGrain,
-                 [&](int64_t begin, int64_t end) { to_bf16_block(src + begin, dst + begin, end - begin); });
+    parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+      to_bf16_block(src + begin, dst + begin, end - begin);
+    });
   } else {
     const BF16* src = in.data<BF16>();
     float* dst = out.data<float>();
-    parallel_for(n, kGrain,
-                 [&](int64_t begin, int64_t end) { to_f32_block(src + begin, dst + begin, end - begin); });
+    parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+      to_f32_block(src + begin, dst + begin, end - begin);
+    });
   }
 }
 

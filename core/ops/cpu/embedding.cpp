@@ -18,7 +18,9 @@ int64_t slice_row(int32_t id, int64_t vocab_start, int64_t vocab) {
   return row >= 0 && row < vocab ? row : -1;
 }
 
-int64_t row_grain(int64_t channels) { return std::max<int64_t>(16384 / std::max<int64_t>(channels, 1), 1); }
+int64_t row_grain(int64_t channels) {
+  return std::max<int64_t>(16384 / std::max<int64_t>(channels, 1), 1);
+}
 
 // dst (one table row) += the rows of d_out listed in `sources`, summed in f32 in list order and
 // rounded once.
@@ -32,8 +34,8 @@ MT_INLINE void add_rows(T* dst, const T* d_out, const int32_t* sources, int64_t 
   }
   for (int64_t c = 0; c < channels; ++c) store(dst[c], acc[c]);
 }
-MT_CLONES void add_rows_block(float* dst, const float* d_out, const int32_t* sources,
-                              int64_t count, int64_t channels, float* acc) {
+MT_CLONES void add_rows_block(float* dst, const float* d_out, const int32_t* sources, int64_t count,
+                              int64_t channels, float* acc) {
   add_rows(dst, d_out, sources, count, channels, acc);
 }
 MT_CLONES void add_rows_block(BF16* dst, const BF16* d_out, const int32_t* sources, int64_t count,

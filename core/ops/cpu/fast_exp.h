@@ -15,8 +15,8 @@ namespace meshtrain::ops::cpu {
 
 // Always inlined: a cloned kernel (simd.h) vectorises it only as part of its own loop.
 inline __attribute__((always_inline)) float fast_exp(float x) {
-  constexpr float kLow = -87.33654f;   // ln(2^-126): n stays >= -126, a normal 2^n
-  constexpr float kHigh = 88.72283f;   // ln(FLT_MAX)
+  constexpr float kLow = -87.33654f;  // ln(2^-126): n stays >= -126, a normal 2^n
+  constexpr float kHigh = 88.72283f;  // ln(FLT_MAX)
   // Clamped, and a NaN becomes kLow, so that the conversion to int below is always defined.
   const float a = std::min(kHigh, std::max(kLow, x));
   // n = round(a / ln 2) by the 1.5 * 2^23 trick; |n| <= 128.

@@ -45,8 +45,9 @@ template <typename T>
 void gelu_forward_as(const Tensor& out, const Tensor& in) {
   const T* x = in.data<T>();
   T* y = out.data<T>();
-  parallel_for(in.numel(), kGrain,
-               [&](int64_t begin, int64_t end) { forward_block(x + begin, y + begin, end - begin); });
+  parallel_for(in.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    forward_block(x + begin, y + begin, end - begin);
+  });
 }
 
 template <typename T>

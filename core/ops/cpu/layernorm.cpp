@@ -49,10 +49,13 @@ MT_INLINE void backward_rows(const T* in, const T* d_out, T* d_in, const T* weig
     T* dx = d_in + r * channels;
     const float m = means[r], s = rstds[r];
     // d_in = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = d_out * weight.
-    const float g_mean = lane_sum(channels, [&](int64_t c) { return load(dy[c]) * load(weight[c]); }) * inv_c;
-    const float g_xhat_mean = lane_sum(channels, [&](int64_t c) {
-                                return load(dy[c]) * load(weight[c]) * ((load(x[c]) - m) * s);
-                              }) * inv_c;
+    const float g_mean =
+        lane_sum(channels, [&](int64_t c) { return load(dy[c]) * load(weight[c]); }) * inv_c;
+    const float g_xhat_mean =
+        lane_sum(
+            channels,
+            [&](int64_t c) { return load(dy[c]) * load(weight[c]) * ((load(x[c]) - m) * s); }) *
+        inv_c;
     for (int64_t c = 0; c < channels; ++c) {
       const float g = load(dy[c]);
       const float xhat = (load(x[c]) - m) * s;
@@ -73,9 +76,9 @@ MT_CLONES void forward_block(const BF16* in, BF16* out, const BF16* weight, cons
                              int64_t last, float eps) {
   forward_rows(in, out, weight, bias, means, rstds, channels, first, last, eps);
 }
-MT_CLONES void backward_block(const float* in, const float* d_out, float* d_in,
-                              const float* weight, const float* means, const float* rstds,
-                              float* dw, float* db, int64_t channels, int64_t first, int64_t last) {
+MT_CLONES void backward_block(const float* in, const float* d_out, float* d_in, const float* weight,
+                              const float* means, const float* rstds, float* dw, float* db,
+                              int64_t channels, int64_t first, int64_t last) {
   backward_rows(in, d_out, d_in, weight, means, rstds, dw, db, channels, first, last);
 }
 MT_CLONES void backward_block(const BF16* in, const BF16* d_out, BF16* d_in, const BF16* weight,
