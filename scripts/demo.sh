@@ -11,5 +11,5 @@ build/bin/meshtrain prepare data/demo_corpus.txt build/demo_corpus.bin
 build/bin/meshtrain train --model demo --data build/demo_corpus.bin \
   --world 8 --mesh pp=2,dp_shard=2,tp=2 --pp-schedule 1f1b --microbatches 4 \
   --fsdp full --sequence-parallel \
-  --steps 300 --batch 16 --seq 64 --lr 2e-3 --warmup 20 --decay-steps 300 --min-lr 2e-4 \
+  --steps 300 --batch 16 --seq 64 --lr 2e-3 --warmup 20 --decay-steps 300 --min-lr 2e-4 --clip 1.0 \
   --metrics build/demo_metrics.jsonl "$@"
