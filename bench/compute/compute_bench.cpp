@@ -1,8 +1,9 @@
 // Compute efficiency of one rank: the GPT-2 training step's achieved FLOP/s (model FLOPs / median
-// step time through Trainer) against the raw GEMM library at the step's own GEMM shapes, in f32
-// (cblas_sgemm; the step computes in f32) and in bf16 (oneDNN; the step runs with FSDP
+// step time through Trainer) against the GEMM library alone at the step's own GEMM shapes, in f32
+// (OpenBLAS sgemm; the step computes in f32) and in bf16 (oneDNN; the step runs with FSDP
 // param_dtype=bf16: bf16 parameters, activations and gradients, fp32 masters), once with one
-// thread and once with all cores, in one run.
+// thread and once with all cores, in one run. The GEMMs are timed through the kernels' own helpers
+// (core/ops/cpu/blas.h), which split a GEMM's output across the threads.
 //
 //   compute_bench [--threads=N] [--dim=512] [--layers=6] [--heads=8] [--seq=128] [--batch=8]
 //                 [--warmup=2] [--steps=5]
@@ -87,7 +88,7 @@ std::string label(const Measurement& r) {
 }
 
 void print_gemms(const std::vector<StepGemm>& gemms, const std::vector<Measurement>& results) {
-  std::printf("\nGEMM GFLOP/s (f32: cblas_sgemm, bf16: oneDNN) at dtype@threads\n");
+  std::printf("\nGEMM GFLOP/s (f32: OpenBLAS sgemm, bf16: oneDNN) at dtype@threads\n");
   std::printf("%-20s %-3s %16s %9s", "gemm", "op", "m x n x k", "per step");
   for (const Measurement& r : results) std::printf(" %9s", label(r).c_str());
   std::printf("\n");

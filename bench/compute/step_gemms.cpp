@@ -1,7 +1,5 @@
 #include "bench/compute/step_gemms.h"
 
-#include <cblas.h>
-
 #include <chrono>
 #include <vector>
 
@@ -77,11 +75,8 @@ double gemm_seconds(const StepGemm& g, DType dtype) {
       ops::cpu::bf16_gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, a16.data(), g.lda,
                           b16.data(), g.ldb, g.beta, c16.data(), DType::bf16, g.ldc);
     } else {
-      cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans,
-                  g.trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(g.m),
-                  static_cast<blasint>(g.n), static_cast<blasint>(g.k), 1.0f, a.data(),
-                  static_cast<blasint>(g.lda), b.data(), static_cast<blasint>(g.ldb), g.beta,
-                  c.data(), static_cast<blasint>(g.ldc));
+      ops::cpu::sgemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, a.data(), g.lda, b.data(), g.ldb,
+                      g.beta, c.data(), g.ldc);
     }
   };
   call();

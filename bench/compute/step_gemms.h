@@ -29,8 +29,9 @@ struct StepGemm {
 // GEMMs forward and backward, with the strides and beta of core/ops/cpu.
 std::vector<StepGemm> step_gemms(const GPT2Config& model, int64_t batch, int64_t seq);
 
-// Seconds per call of `g` on its own buffers, f32 through cblas_sgemm or bf16 through oneDNN (the
-// kernels' two GEMM paths): the median over repeated timed loops, after a warm-up call.
+// Seconds per call of `g` on its own buffers through the kernels' GEMM helpers (core/ops/cpu/blas.h:
+// f32 on OpenBLAS, bf16 on oneDNN, blocks across the calling thread's CPU threads): the median over
+// repeated timed loops, after a warm-up call.
 double gemm_seconds(const StepGemm& g, DType dtype);
 
 }  // namespace meshtrain::bench

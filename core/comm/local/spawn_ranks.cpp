@@ -58,9 +58,8 @@ void spawn_ranks(int world_size, const std::function<void(RankContext&)>& fn,
                  CommOptions options) {
   MT_CHECK_GE(world_size, 1, "spawn_ranks needs at least one rank");
   // Ranks sharing the cores run one CPU thread each; a single rank keeps the caller's count. The
-  // count is per thread (OpenMP), so each rank thread sets it for itself.
+  // count is per thread, so each rank thread sets it for itself.
   const int rank_cpu_threads = world_size > 1 ? 1 : ops::cpu::cpu_threads();
-  if (world_size > 1) ops::cpu::set_cpu_threads(1);
   // Before the world: buffers the world still holds are charged to these trackers.
   std::vector<MemoryTracker> trackers(world_size);
   LocalWorld world(world_size, options);

@@ -87,19 +87,14 @@ struct HeadViews {
   int64_t ld;
 };
 
-// Runs pair(b, h) for every (batch, head) pair across the threads, OpenBLAS single-threaded
-// while more than one thread does so (see SingleThreadedBlas).
+// Runs pair(b, h) for every (batch, head) pair across the threads (the GEMMs inside a pair then
+// run on its thread alone).
 template <typename Pair>
 void for_each_pair(const AttentionDims& d, Pair&& pair) {
   const auto run = [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) pair(i / d.heads, i % d.heads);
   };
-  if (cpu_threads() > 1 && d.pairs() > 1) {
-    SingleThreadedBlas serial_blas;
-    parallel_for(d.pairs(), 1, run);
-  } else {
-    run(0, d.pairs());
-  }
+  parallel_for(d.pairs(), 1, run);
 }
 
 template <typename T>

@@ -1,6 +1,7 @@
-// bf16 GEMMs through oneDNN's matmul primitive. Creating a primitive costs far more than running a
-// small one, so each thread keeps the primitives it made, keyed by everything that shapes them;
-// a training step reuses a handful of shapes.
+// bf16 GEMMs through oneDNN's matmul primitive, single-threaded per block (gemm_blocks.h).
+// Creating a primitive costs far more than running a small one, so each thread keeps the
+// primitives it made, keyed by everything that shapes them; a training step reuses a handful of
+// shapes.
 #include <omp.h>
 
 #include <map>
@@ -9,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/ops/cpu/blas.h"
+#include "core/ops/cpu/gemm_blocks.h"
 
 namespace meshtrain::ops::cpu {
 
@@ -21,10 +23,9 @@ struct GemmKey {
   float alpha, beta;
   DType c_dtype;
   bool bias;
-  int threads;  // oneDNN partitions the work for the thread count it was created under
 
   auto tie() const {
-    return std::tie(trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, c_dtype, bias, threads);
+    return std::tie(trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, c_dtype, bias);
   }
   bool operator<(const GemmKey& other) const { return tie() < other.tie(); }
 };
@@ -85,19 +86,30 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
   MT_CHECK(c_dtype == DType::bf16 || c_dtype == DType::f32,
            "bf16_gemm writes bf16 or f32, got ", dtype_name(c_dtype));
   if (m == 0 || n == 0) return;
-  const GemmKey key{trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, c_dtype,
-                    bias != nullptr, omp_get_max_threads()};
-  const Gemm& g = cached_gemm(key);
-  const dnnl::engine& engine = cpu_engine();
-  // oneDNN takes non-const handles; it only reads the sources.
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(g.a, engine, const_cast<BF16*>(a))},
-      {DNNL_ARG_WEIGHTS, dnnl::memory(g.b, engine, const_cast<BF16*>(b))},
-      {DNNL_ARG_DST, dnnl::memory(g.c, engine, c)}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(g.bias, engine, const_cast<BF16*>(bias)));
-  thread_local dnnl::stream stream(engine);
-  g.primitive.execute(stream, args);
-  stream.wait();
+  const size_t c_size = dtype_size(c_dtype);
+  for_gemm_blocks(m, n, k, [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    // oneDNN (its OpenMP build) runs inline on a thread whose OpenMP count is 1; for_gemm_blocks
+    // spreads the blocks instead.
+    thread_local const bool single_threaded = (omp_set_num_threads(1), true);
+    (void)single_threaded;
+    const GemmKey key{trans_a, trans_b, i1 - i0, j1 - j0, k,       lda,
+                      ldb,     ldc,     alpha,   beta,    c_dtype, bias != nullptr};
+    const Gemm& g = cached_gemm(key);
+    const dnnl::engine& engine = cpu_engine();
+    // oneDNN takes non-const handles; it only reads the sources.
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC,
+         dnnl::memory(g.a, engine, const_cast<BF16*>(trans_a ? a + i0 : a + i0 * lda))},
+        {DNNL_ARG_WEIGHTS,
+         dnnl::memory(g.b, engine, const_cast<BF16*>(trans_b ? b + j0 * ldb : b + j0))},
+        {DNNL_ARG_DST,
+         dnnl::memory(g.c, engine, static_cast<char*>(c) + (i0 * ldc + j0) * c_size)}};
+    if (bias)
+      args.emplace(DNNL_ARG_BIAS, dnnl::memory(g.bias, engine, const_cast<BF16*>(bias + j0)));
+    thread_local dnnl::stream stream(engine);
+    g.primitive.execute(stream, args);
+    stream.wait();
+  });
 }
 
 }  // namespace meshtrain::ops::cpu

@@ -1,10 +1,8 @@
-// The CPU kernels' thread count (OpenMP's per-thread ICV plus OpenBLAS's process-wide count) and
-// the worker threads that run their parallel parts.
+// The CPU kernels' per-thread count and the worker threads that run their parallel parts.
 #include "core/ops/cpu/cpu_threads.h"
 
-#include <cblas.h>
-#include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -17,28 +15,23 @@
 namespace meshtrain::ops::cpu {
 
 namespace {
-// OpenBLAS's count is process-wide: ranks of one process all set the same value (1), but they
-// may do it at once from their own threads, and the pthread build may resize its pool here.
-std::mutex blas_mutex;
-
-int exchange_blas_threads(int threads) {
-  std::lock_guard lock(blas_mutex);
-  const int before = openblas_get_num_threads();
-  if (before != threads) openblas_set_num_threads(threads);
-  return before;
-}
+thread_local int thread_count = 0;  // 0: not set on this thread
 }  // namespace
 
 void set_cpu_threads(int threads) {
   MT_CHECK_GE(threads, 1, "set_cpu_threads: need at least one thread");
-  omp_set_num_threads(threads);
-  exchange_blas_threads(threads);
+  thread_count = threads;
+}
+
+int cpu_threads() {
+  return thread_count > 0 ? thread_count
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 namespace {
 // Pause instructions a worker spins for the next job before it sleeps (tens of microseconds):
-// enough for the kernels that follow one another, far from the milliseconds that would starve
-// OpenBLAS.
+// enough for the kernels that follow one another, far from the milliseconds that would take the
+// core from the next kernel.
 constexpr int kSpinPauses = 1000;
 
 inline void pause() {
@@ -143,10 +136,5 @@ void run_on_threads(int n, void (*job)(void* context, int index), void* context)
   if (!team) team = std::make_unique<Team>();
   team->run(n, job, context);
 }
-
-SingleThreadedBlas::SingleThreadedBlas() : saved_(exchange_blas_threads(1)) {}
-SingleThreadedBlas::~SingleThreadedBlas() { exchange_blas_threads(saved_); }
-
-int cpu_threads() { return omp_get_max_threads(); }
 
 }  // namespace meshtrain::ops::cpu

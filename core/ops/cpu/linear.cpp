@@ -1,10 +1,12 @@
 // Linear layer in GPT-2's Conv1D layout (weight [in, out]): one GEMM each way plus the bias. f32
 // runs on OpenBLAS, bf16 on oneDNN (fp32 accumulation, the bias fused into the forward GEMM).
 #include <algorithm>
-#include <vector>
+#include <type_traits>
 
 #include "core/ops/cpu/blas.h"
 #include "core/ops/cpu/cpu_ops.h"
+#include "core/ops/cpu/parallel.h"
+#include "core/ops/cpu/simd.h"
 
 namespace meshtrain::ops::cpu {
 
@@ -13,22 +15,37 @@ int64_t rows_of(const Tensor& in, int64_t in_features) {
   return in.numel() / std::max<int64_t>(in_features, 1);
 }
 
-// d_bias += column sums of d_out [rows, cols]: f32 accumulates in place, bf16 through f32 sums
-// rounded once.
-void add_column_sums(float* d_bias, const float* d_out, int64_t rows, int64_t cols) {
+// d_bias[c0, c1) += column sums of d_out [rows, cols] over those columns, in f32, row by row (so
+// any split of the columns gives the same sums), rounded once into d_bias.
+template <typename T>
+MT_INLINE void add_column_sums(T* d_bias, const T* d_out, int64_t rows, int64_t cols, int64_t c0,
+                               int64_t c1) {
+  float* sums = thread_scratch<float>(static_cast<size_t>(c1 - c0));
+  for (int64_t o = c0; o < c1; ++o) sums[o - c0] = load(d_bias[o]);
   for (int64_t r = 0; r < rows; ++r) {
-    const float* row = d_out + r * cols;
-    for (int64_t o = 0; o < cols; ++o) d_bias[o] += row[o];
+    const T* row = d_out + r * cols;
+    for (int64_t o = c0; o < c1; ++o) sums[o - c0] += load(row[o]);
   }
+  for (int64_t o = c0; o < c1; ++o) store(d_bias[o], sums[o - c0]);
 }
-void add_column_sums(BF16* d_bias, const BF16* d_out, int64_t rows, int64_t cols) {
-  std::vector<float> sums(static_cast<size_t>(cols));
-  for (int64_t o = 0; o < cols; ++o) sums[o] = to_f32(d_bias[o]);
-  for (int64_t r = 0; r < rows; ++r) {
-    const BF16* row = d_out + r * cols;
-    for (int64_t o = 0; o < cols; ++o) sums[o] += to_f32(row[o]);
-  }
-  for (int64_t o = 0; o < cols; ++o) d_bias[o] = to_bf16(sums[o]);
+MT_CLONES void column_sums_f32(float* d_bias, const float* d_out, int64_t rows, int64_t cols,
+                               int64_t c0, int64_t c1) {
+  add_column_sums(d_bias, d_out, rows, cols, c0, c1);
+}
+MT_CLONES void column_sums_bf16(BF16* d_bias, const BF16* d_out, int64_t rows, int64_t cols,
+                                int64_t c0, int64_t c1) {
+  add_column_sums(d_bias, d_out, rows, cols, c0, c1);
+}
+
+// Columns split across the threads; each thread sweeps all rows of its columns.
+template <typename T>
+void add_bias_grad(T* d_bias, const T* d_out, int64_t rows, int64_t cols) {
+  parallel_for(cols, 64, [&](int64_t c0, int64_t c1) {
+    if constexpr (std::is_same_v<T, float>)
+      column_sums_f32(d_bias, d_out, rows, cols, c0, c1);
+    else
+      column_sums_bf16(d_bias, d_out, rows, cols, c0, c1);
+  });
 }
 }  // namespace
 
@@ -46,7 +63,9 @@ void linear_forward(const Tensor& out, const Tensor& in, const Tensor& weight, c
   // would otherwise zero it, so the bias costs no extra sweep over the output.
   if (bias.defined()) {
     const float* b = bias.data<float>();
-    for (int64_t r = 0; r < rows; ++r) std::copy(b, b + out_features, y + r * out_features);
+    parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) std::copy(b, b + out_features, y + r * out_features);
+    });
   }
   sgemm(false, false, rows, out_features, in_features, 1.0f, in.data<float>(), in_features,
         weight.data<float>(), out_features, bias.defined() ? 1.0f : 0.0f, y, out_features);
@@ -65,7 +84,7 @@ void linear_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor& d
     if (d_weight.defined())
       bf16_gemm(true, false, in_features, out_features, rows, 1.0f, in.data<BF16>(), in_features,
                 dy, out_features, 1.0f, d_weight.data<BF16>(), DType::bf16, out_features);
-    if (d_bias.defined()) add_column_sums(d_bias.data<BF16>(), dy, rows, out_features);
+    if (d_bias.defined()) add_bias_grad(d_bias.data<BF16>(), dy, rows, out_features);
     return;
   }
   const float* dy = d_out.data<float>();
@@ -75,7 +94,7 @@ void linear_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor& d
   if (d_weight.defined())
     sgemm(true, false, in_features, out_features, rows, 1.0f, in.data<float>(), in_features, dy,
           out_features, 1.0f, d_weight.data<float>(), out_features);
-  if (d_bias.defined()) add_column_sums(d_bias.data<float>(), dy, rows, out_features);
+  if (d_bias.defined()) add_bias_grad(d_bias.data<float>(), dy, rows, out_features);
 }
 
 }  // namespace meshtrain::ops::cpu
