@@ -7,6 +7,7 @@
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
+#include <vector>
 
 #include "core/error.h"
 #include "core/ops/cpu/blas.h"
@@ -32,7 +33,7 @@ struct GemmKey {
 
 struct Gemm {
   dnnl::matmul primitive;
-  dnnl::memory::desc a, b, c, bias;
+  dnnl::memory::desc a, b, c, bias, scratchpad;
 };
 
 const dnnl::engine& cpu_engine() {
@@ -54,6 +55,9 @@ Gemm make_gemm(const GemmKey& key) {
   g.c = operand(key.m, key.n, key.ldc, false, key.c_dtype == DType::bf16 ? dt::bf16 : dt::f32);
   if (key.bias) g.bias = dnnl::memory::desc({1, key.n}, dt::bf16, {key.n, 1});
   dnnl::primitive_attr attr;
+  // Its working memory comes from the caller (see bf16_gemm): oneDNN's own is a fresh allocation
+  // per call, which the host allocator maps and faults in every time at these sizes.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (key.alpha != 1.0f) attr.set_output_scales(0, {key.alpha});
   if (key.beta != 0.0f) {
     dnnl::post_ops post;
@@ -63,7 +67,9 @@ Gemm make_gemm(const GemmKey& key) {
   try {
     const dnnl::matmul::desc desc = key.bias ? dnnl::matmul::desc(g.a, g.b, g.bias, g.c)
                                              : dnnl::matmul::desc(g.a, g.b, g.c);
-    g.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, cpu_engine()));
+    const dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+    g.primitive = dnnl::matmul(pd);
+    g.scratchpad = pd.scratchpad_desc();
   } catch (const dnnl::error& e) {
     throw NotSupported(detail::concat(
         "bf16 GEMM ", key.m, "x", key.n, "x", key.k, ": oneDNN has no implementation for this CPU (",
@@ -106,6 +112,9 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
          dnnl::memory(g.c, engine, static_cast<char*>(c) + (i0 * ldc + j0) * c_size)}};
     if (bias)
       args.emplace(DNNL_ARG_BIAS, dnnl::memory(g.bias, engine, const_cast<BF16*>(bias + j0)));
+    thread_local std::vector<char> scratchpad;  // grown, never shrunk: reused call after call
+    if (scratchpad.size() < g.scratchpad.get_size()) scratchpad.resize(g.scratchpad.get_size());
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(g.scratchpad, engine, scratchpad.data()));
     thread_local dnnl::stream stream(engine);
     g.primitive.execute(stream, args);
     stream.wait();
