@@ -1,10 +1,6 @@
 #include "apps/train/launcher.h"
 
-#include <sched.h>
-
-#include <algorithm>
 #include <cstdlib>
-#include <thread>
 
 #include "core/parse_integer.h"
 
@@ -22,12 +18,6 @@ std::optional<int> mpirun_processes() { return first_integer("OMPI_COMM_WORLD_SI
 std::optional<int> mpirun_rank() { return first_integer("OMPI_COMM_WORLD_RANK", "PMI_RANK"); }
 std::optional<int> mpirun_local_processes() {
   return first_integer("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS");
-}
-
-int available_cpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 }  // namespace meshtrain

@@ -1,6 +1,5 @@
 // What the launcher (mpirun) tells a process about its job, read from its environment before MPI
-// starts: whether it is one of several processes, which, and how many share this machine; and the
-// CPUs this process may use.
+// starts: whether it is one of several processes, which, and how many share this machine.
 #pragma once
 
 #include <optional>
@@ -13,7 +12,5 @@ std::optional<int> mpirun_rank();
 // How many of the job's processes run on this machine (nullopt outside an mpirun job).
 std::optional<int> mpirun_local_processes();
 
-// The CPUs this process may run on (its affinity mask: taskset and cgroup cpusets count).
-int available_cpus();
 
 }  // namespace meshtrain

@@ -8,6 +8,7 @@
 #include "apps/train/launcher.h"
 #include "apps/train/run_estimate.h"
 #include "core/error.h"
+#include "core/ops/cpu/cpu_threads.h"
 #include "mesh/axis_names.h"
 #include "plugins/builtin_strategies.h"
 
@@ -87,7 +88,7 @@ MeshLayout TrainConfig::effective_mesh() const {
 int TrainConfig::threads_per_rank() const {
   if (threads > 0) return threads;
   const int sharing = backend == BackendKind::local ? world : mpirun_local_processes().value_or(1);
-  return std::max(1, available_cpus() / std::max(1, sharing));
+  return std::max(1, ops::cpu::available_cpus() / std::max(1, sharing));
 }
 
 void TrainConfig::validate() const {

@@ -65,7 +65,7 @@ struct TrainConfig {
 
   // The mesh to run on: the given one, or dp_shard=world.
   MeshLayout effective_mesh() const;
-  // --threads, or available_cpus() / the ranks sharing this machine (at least 1): local ranks are
+  // --threads, or the CPUs this process may use / the ranks sharing this machine (at least 1): local ranks are
   // threads of this process, mpirun's are processes of this machine.
   int threads_per_rank() const;
   // Sets one plugin option: config.set("fsdp", "mode", "hybrid").

@@ -9,11 +9,10 @@
 //                 [--warmup=2] [--steps=5]
 //
 // --threads=N measures only N threads (e.g. under taskset -c 0 with N=1); by default 1 and
-// std::thread::hardware_concurrency().
+// the CPUs the process may use (ops::cpu::available_cpus).
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench/compute/step_gemms.h"
@@ -168,7 +167,7 @@ int main(int argc, char** argv) {
     thread_counts = {only_threads};
   } else {
     thread_counts = {1};
-    const int all = static_cast<int>(std::thread::hardware_concurrency());
+    const int all = ops::cpu::available_cpus();
     if (all > 1) thread_counts.push_back(all);
   }
   std::vector<Measurement> results;

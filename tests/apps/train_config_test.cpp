@@ -8,8 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "apps/train/launcher.h"
 #include "core/error.h"
+#include "core/ops/cpu/cpu_threads.h"
 
 namespace meshtrain {
 namespace {
@@ -55,7 +55,7 @@ TEST(TrainConfig, DefaultMeshIsDpShardOverTheWorld) {
 
 // Ranks split the CPUs this process may use; --threads overrides; never fewer than one thread.
 TEST(TrainConfig, ThreadsPerRankSplitsTheCpus) {
-  const int cpus = available_cpus();
+  const int cpus = ops::cpu::available_cpus();
   ASSERT_GE(cpus, 1);
   TrainConfig c = valid_config();
   c.world = 1;

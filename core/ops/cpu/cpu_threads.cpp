@@ -1,6 +1,8 @@
 // The CPU kernels' per-thread count and the worker threads that run their parallel parts.
 #include "core/ops/cpu/cpu_threads.h"
 
+#include <sched.h>
+
 
 #include <algorithm>
 #include <atomic>
@@ -23,9 +25,12 @@ void set_cpu_threads(int threads) {
   thread_count = threads;
 }
 
-int cpu_threads() {
-  return thread_count > 0 ? thread_count
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+int cpu_threads() { return thread_count > 0 ? thread_count : available_cpus(); }
+
+int available_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 namespace {

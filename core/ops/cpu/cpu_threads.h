@@ -13,9 +13,11 @@ namespace meshtrain::ops::cpu {
 // Threads for the calling thread's CPU kernels (>= 1).
 void set_cpu_threads(int threads);
 
-// The calling thread's setting: the last set_cpu_threads on this thread, else the machine's CPUs
-// (std::thread::hardware_concurrency).
+// The calling thread's setting: the last set_cpu_threads on this thread, else available_cpus().
 int cpu_threads();
+
+// The CPUs this process may run on (its affinity mask: taskset and cgroup cpusets count).
+int available_cpus();
 
 // Runs job(context, i) for i in [0, n) on n threads: i = 0 on the calling thread, the others on
 // worker threads that the calling thread owns (started on first use, kept for its lifetime; they
