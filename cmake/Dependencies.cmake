@@ -28,7 +28,13 @@ find_package(Boost 1.71 REQUIRED)  # Boost.Graph is header-only
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(ZLIB REQUIRED)  # crc32 of checkpoint chunks
-find_package(dnnl 2.6 REQUIRED)  # oneDNN from libdnnl-dev: bf16 GEMMs on CPUs
+# oneDNN from libdnnl-dev: bf16 GEMMs on CPUs. Found by hand: its CMake package also asks for the
+# OpenCL headers (its GPU runtime), which the CPU kernels never use.
+find_path(MESHTRAIN_DNNL_INCLUDE oneapi/dnnl/dnnl.hpp)
+find_library(MESHTRAIN_DNNL_LIBRARY dnnl)
+if(NOT MESHTRAIN_DNNL_INCLUDE OR NOT MESHTRAIN_DNNL_LIBRARY)
+  message(FATAL_ERROR "oneDNN not found: install libdnnl-dev")
+endif()
 
 # CUDA toolkit with cuBLAS.
 set(_cuda_found OFF)
