@@ -1,5 +1,5 @@
 // Helpers for the trainer and CLI tests: a scratch directory per test, token files made from text,
-// and reading back the metrics file.
+// a tiny run's config, and reading back the metrics file.
 #pragma once
 
 #include <sys/wait.h>
@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "apps/train/train_config.h"
 #include "models/token_file.h"
 #include "tests/support/scratch_dir.h"
 
@@ -67,6 +68,22 @@ inline std::vector<uint16_t> tokens_from_text(const std::string& text, int vocab
   std::vector<uint16_t> tokens;
   for (unsigned char c : text) tokens.push_back(static_cast<uint16_t>(c % vocab));
   return tokens;
+}
+
+// A quiet run of the tiny preset (vocab 64, ctx 16, 2 blocks) on prose tokens in `dir`.
+inline TrainConfig tiny_train_config(const ScratchDir& dir, int world, int64_t steps) {
+  TrainConfig c;
+  c.model = gpt2_preset("tiny");
+  c.data_path = dir.file("tokens.bin");
+  write_token_file(c.data_path, tokens_from_text(sample_prose(20), 64));
+  c.steps = steps;
+  c.batch = 4;
+  c.seq = 16;
+  c.lr.lr = 1e-3f;
+  c.world = world;
+  c.sample_bytes = 0;
+  c.quiet = true;
+  return c;
 }
 
 inline std::vector<std::string> read_lines(const std::string& path) {

@@ -21,18 +21,7 @@ using ::testing::HasSubstr;
 using testing::ScratchDir;
 
 TrainConfig tiny_config(const ScratchDir& dir, int world) {
-  TrainConfig c;
-  c.model = gpt2_preset("tiny");  // vocab 64, ctx 16
-  c.data_path = dir.file("tokens.bin");
-  write_token_file(c.data_path, testing::tokens_from_text(testing::sample_prose(20), 64));
-  c.steps = 4;
-  c.batch = 4;
-  c.seq = 16;
-  c.lr.lr = 1e-3f;
-  c.world = world;
-  c.sample_bytes = 0;
-  c.quiet = true;
-  return c;
+  return testing::tiny_train_config(dir, world, 4);
 }
 
 TEST(TrainingRun, MetricsFileHasOneJsonObjectPerStep) {

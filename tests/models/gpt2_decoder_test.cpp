@@ -10,11 +10,12 @@
 #include "core/error.h"
 #include "models/rng.h"
 #include "parallel/engine.h"
+#include "tests/models/decoding_test_support.h"
 
 namespace meshtrain {
 namespace {
 
-const GPT2Config kSmall{64, 16, 32, 2, 4};  // V, ctx, d, L, H
+const GPT2Config& kSmall = test::kSmallDecoder;
 
 // The full forward pass over tokens through the engine: logits [tokens.size(), V].
 std::vector<float> full_logits(GPT2& model, const std::vector<int32_t>& tokens) {
@@ -33,19 +34,11 @@ void expect_close(const std::vector<float>& got, const float* want, int64_t coun
     ASSERT_NEAR(got[v], want[v], 1e-4f * scale) << where << " logit " << v;
 }
 
-std::vector<int32_t> random_tokens(int64_t count, int64_t vocab, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<int32_t> out;
-  for (int64_t i = 0; i < count; ++i)
-    out.push_back(static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(vocab)));
-  return out;
-}
-
 // The cached decoder's logits at every position equal those of the full forward over the same
 // prefix, for every split into a prefill of `prompt` tokens and one token at a time after it.
 TEST(Gpt2Decoder, MatchesTheFullForwardAtEveryPosition) {
   GPT2 model(kSmall, {.seed = 5});
-  const std::vector<int32_t> tokens = random_tokens(kSmall.ctx, kSmall.vocab, 11);
+  const std::vector<int32_t> tokens = test::random_ids(kSmall.ctx, kSmall.vocab, 11);
   const std::vector<float> full = full_logits(model, tokens);  // causal: row t sees 0..t
   const int64_t vocab = kSmall.vocab;
   Gpt2Decoder decoder(model);
@@ -68,7 +61,7 @@ TEST(Gpt2Decoder, MatchesTheFullForwardAtEveryPosition) {
 // logits of the full forward over that window alone (its first token at position 0).
 TEST(Gpt2Decoder, ResetEncodesAWindowFromPositionZero) {
   GPT2 model(kSmall, {.seed = 6});
-  const std::vector<int32_t> tokens = random_tokens(2 * kSmall.ctx, kSmall.vocab, 12);
+  const std::vector<int32_t> tokens = test::random_ids(2 * kSmall.ctx, kSmall.vocab, 12);
   Gpt2Decoder decoder(model);
   decoder.append(std::span(tokens).first(kSmall.ctx));
   decoder.reset();
@@ -98,7 +91,7 @@ TEST(Gpt2Decoder, CopiesTheValuesOfAModelOnAGpu) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
   GPT2 gpu(kSmall, {.device = Device::cuda(0), .seed = 9});
   GPT2 cpu(kSmall, {.seed = 9});
-  const std::vector<int32_t> tokens = random_tokens(10, kSmall.vocab, 13);
+  const std::vector<int32_t> tokens = test::random_ids(10, kSmall.vocab, 13);
   EXPECT_EQ(Gpt2Decoder(gpu).append(tokens), Gpt2Decoder(cpu).append(tokens));
 }
 

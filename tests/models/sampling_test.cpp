@@ -12,6 +12,7 @@
 #include "models/single_rank.h"
 #include "models/token_batches.h"
 #include "parallel/engine.h"
+#include "tests/models/decoding_test_support.h"
 
 namespace meshtrain {
 namespace {
@@ -101,21 +102,13 @@ std::function<int64_t(int64_t)> sliding_window(int64_t ctx) {
   return [ctx](int64_t w) { return w < ctx ? w + 1 : std::max<int64_t>(1, ctx / 2); };
 }
 
-std::vector<int32_t> ids_below(int64_t vocab, int64_t count, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<int32_t> out;
-  for (int64_t i = 0; i < count; ++i)
-    out.push_back(static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(vocab)));
-  return out;
-}
-
-const GPT2Config kSmall{64, 16, 32, 2, 4};  // V, ctx, d, L, H
+const GPT2Config& kSmall = test::kSmallDecoder;
 
 // Inside the context the cached decoder gives the recompute algorithm's greedy tokens.
 TEST(Sampling, GreedyMatchesRecomputeInsideTheContext) {
   GPT2 model(kSmall, {.seed = 21});
   for (int64_t prompt : {1, 5, 15}) {
-    const std::vector<int32_t> ids = ids_below(kSmall.vocab, prompt, 30 + prompt);
+    const std::vector<int32_t> ids = test::random_ids(prompt, kSmall.vocab, 30 + prompt);
     const int64_t count = kSmall.ctx - prompt + 1;  // the last token comes from a full window
     EXPECT_EQ(generate(model, ids, {.count = count, .temperature = 0.0f}),
               recompute_generate(model, ids, count))
@@ -129,7 +122,7 @@ TEST(Sampling, GreedyPastTheContextSlidesTheWindow) {
        {kSmall, GPT2Config{64, 7, 32, 2, 4}, GPT2Config{64, 1, 32, 1, 2}}) {
     GPT2 model(config, {.seed = 22});
     for (int64_t prompt : {int64_t{1}, config.ctx + 4}) {
-      const std::vector<int32_t> ids = ids_below(config.vocab, prompt, 40 + prompt);
+      const std::vector<int32_t> ids = test::random_ids(prompt, config.vocab, 40 + prompt);
       const int64_t count = 3 * config.ctx + 5;
       const std::vector<int32_t> want =
           full_forward_generate(model, ids, count, 0.0f, 0, sliding_window(config.ctx));
@@ -146,7 +139,7 @@ TEST(Sampling, GreedyPastTheContextSlidesTheWindow) {
 // gives the same tokens, another seed other tokens.
 TEST(Sampling, TemperatureSamplesAreSeededDraws) {
   GPT2 model(kSmall, {.seed = 23});
-  const std::vector<int32_t> ids = ids_below(kSmall.vocab, 4, 50);
+  const std::vector<int32_t> ids = test::random_ids(4, kSmall.vocab, 50);
   const int64_t count = 2 * kSmall.ctx + 3;
   const std::vector<int32_t> a =
       generate(model, ids, {.count = count, .temperature = 0.7f, .seed = 8});
