@@ -4,8 +4,8 @@
 //              window re-encoding its last ctx / 2 tokens each time the cache fills;
 //   recompute: the sampler before the cache, one full forward pass over the last min(length, ctx)
 //              tokens per token (written out here as the baseline).
-// Run with one core and one BLAS thread:
-//   taskset -c 0 env OPENBLAS_NUM_THREADS=1 build/bin/sampling_bench
+// Run on one core (the kernels use the CPUs the process may use):
+//   taskset -c 0 build/bin/sampling_bench
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
