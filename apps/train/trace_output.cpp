@@ -240,53 +240,35 @@ std::string profile_table(const std::vector<RankProfile>& ranks, double flops_pe
                 "of step");
   text += line;
   row("step", step_ns, 1, step_ms);
-  // Kernels, by their mean time, slowest first.
-  std::map<std::string, bool> names;
-  for (const RankProfile& r : ranks)
-    for (const auto& [name, t] : r.kernels) names[name] = true;
-  std::vector<std::pair<double, std::string>> order;
-  for (const auto& [name, unused] : names) {
-    double ns = 0;
-    for (const RankProfile& r : ranks) {
-      const auto it = r.kernels.find(name);
-      if (it != r.kernels.end()) ns += static_cast<double>(it->second.ns);
+  // A group of named figures (kernels or waits): its total row, then one row per name, slowest
+  // first or by name.
+  using Named = std::map<std::string, trace::Totals>;
+  const auto group = [&](const std::string& title, const std::string& prefix,
+                         const Named RankProfile::*member, bool slowest_first) {
+    std::map<std::string, double> total_ns;  // over the ranks
+    for (const RankProfile& r : ranks)
+      for (const auto& [name, t] : r.*member) total_ns[name] += static_cast<double>(t.ns);
+    std::vector<std::pair<double, std::string>> order;
+    for (const auto& [name, ns] : total_ns) order.emplace_back(slowest_first ? -ns : 0.0, name);
+    std::sort(order.begin(), order.end());
+    const auto sum = [&](const RankProfile& r, int64_t trace::Totals::*field) {
+      int64_t total = 0;
+      for (const auto& [name, t] : r.*member) total += t.*field;
+      return total;
+    };
+    row(title, each([&](const RankProfile& r) { return sum(r, &trace::Totals::ns); }),
+        mean_calls([&](const RankProfile& r) { return sum(r, &trace::Totals::calls); }), step_ms);
+    for (const auto& [unused, name] : order) {
+      const auto figure = [&](const RankProfile& r) {
+        const auto it = (r.*member).find(name);
+        return it == (r.*member).end() ? trace::Totals{} : it->second;
+      };
+      row(prefix + name, each([&](const RankProfile& r) { return figure(r).ns; }),
+          mean_calls([&](const RankProfile& r) { return figure(r).calls; }), step_ms);
     }
-    order.emplace_back(-ns, name);
-  }
-  std::sort(order.begin(), order.end());
-  row("compute kernels", each([](const RankProfile& r) { return r.kernel_ns(); }),
-      mean_calls([](const RankProfile& r) {
-        int64_t c = 0;
-        for (const auto& [name, t] : r.kernels) c += t.calls;
-        return c;
-      }),
-      step_ms);
-  for (const auto& [unused, name] : order) {
-    const auto figure = [&](const RankProfile& r) {
-      const auto it = r.kernels.find(name);
-      return it == r.kernels.end() ? trace::Totals{} : it->second;
-    };
-    row("  " + name, each([&](const RankProfile& r) { return figure(r).ns; }),
-        mean_calls([&](const RankProfile& r) { return figure(r).calls; }), step_ms);
-  }
-  std::map<std::string, bool> wait_names;
-  for (const RankProfile& r : ranks)
-    for (const auto& [name, t] : r.waits) wait_names[name] = true;
-  row("comm waits (exposed)", each([](const RankProfile& r) { return r.wait_ns(); }),
-      mean_calls([](const RankProfile& r) {
-        int64_t c = 0;
-        for (const auto& [name, t] : r.waits) c += t.calls;
-        return c;
-      }),
-      step_ms);
-  for (const auto& [name, unused] : wait_names) {
-    const auto figure = [&](const RankProfile& r) {
-      const auto it = r.waits.find(name);
-      return it == r.waits.end() ? trace::Totals{} : it->second;
-    };
-    row("  wait " + name, each([&](const RankProfile& r) { return figure(r).ns; }),
-        mean_calls([&](const RankProfile& r) { return figure(r).calls; }), step_ms);
-  }
+  };
+  group("compute kernels", "  ", &RankProfile::kernels, true);
+  group("comm waits (exposed)", "  wait ", &RankProfile::waits, false);
   row("other (host, untraced)",
       each([](const RankProfile& r) { return r.step_ns - r.kernel_ns() - r.wait_ns(); }), -1,
       step_ms);

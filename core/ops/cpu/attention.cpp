@@ -87,6 +87,21 @@ struct HeadViews {
   int64_t ld;
 };
 
+// The views of the head whose q (or dq) starts at `pair`: in place for f32; for bf16, `scratch`
+// [3, T, head_dim], filled from `pair` when `read` (an input, not a gradient still to compute).
+template <typename T>
+HeadViews head_views(T* pair, const AttentionDims& d, float* scratch, bool read) {
+  if constexpr (std::is_same_v<T, float>) {
+    return {pair, pair + d.channels, pair + 2 * d.channels, 3 * d.channels};
+  } else {
+    const int64_t block = d.seq * d.head_dim;
+    if (read)
+      for (int part = 0; part < 3; ++part)
+        widen(pair + part * d.channels, 3 * d.channels, scratch + part * block, d.seq, d.head_dim);
+    return {scratch, scratch + block, scratch + 2 * block, d.head_dim};
+  }
+}
+
 // Runs pair(b, h) for every (batch, head) pair across the threads (the GEMMs inside a pair then
 // run on its thread alone).
 template <typename Pair>
@@ -100,25 +115,22 @@ void for_each_pair(const AttentionDims& d, Pair&& pair) {
 template <typename T>
 void forward_as(const Tensor& out, const Tensor& probs, const Tensor& qkv, int num_heads) {
   const AttentionDims d(qkv, num_heads);
-  const int64_t ld_qkv = 3 * d.channels;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
   const int64_t head_block = d.seq * d.head_dim;
+  constexpr bool kF32 = std::is_same_v<T, float>;
   for_each_pair(d, [&](int64_t b, int64_t h) {
     T* qkv_pair = qkv.data<T>() + d.qkv_offset(b, h);
     T* out_pair = out.data<T>() + d.out_offset(b, h);
     float* p = probs.data<float>() + d.probs_offset(b, h);
-    HeadViews head;
+    // bf16: q, k, v widened into scratch, the output computed in scratch after them.
+    float* scratch = kF32 ? nullptr : thread_scratch<float>(static_cast<size_t>(4 * head_block));
+    const HeadViews head = head_views(qkv_pair, d, scratch, true);
     float* y;
     int64_t ld_y;
-    if constexpr (std::is_same_v<T, float>) {
-      head = {qkv_pair, qkv_pair + d.channels, qkv_pair + 2 * d.channels, ld_qkv};
+    if constexpr (kF32) {
       y = out_pair;
       ld_y = d.channels;
     } else {
-      float* scratch = thread_scratch<float>(static_cast<size_t>(4 * head_block));
-      head = {scratch, scratch + head_block, scratch + 2 * head_block, d.head_dim};
-      for (int part = 0; part < 3; ++part)
-        widen(qkv_pair + part * d.channels, ld_qkv, scratch + part * head_block, d.seq, d.head_dim);
       y = scratch + 3 * head_block;
       ld_y = d.head_dim;
     }
@@ -127,7 +139,7 @@ void forward_as(const Tensor& out, const Tensor& probs, const Tensor& qkv, int n
           d.seq);
     causal_softmax_rows(p, d.seq);
     sgemm(false, false, d.seq, d.head_dim, d.seq, 1.0f, p, d.seq, head.v, head.ld, 0.0f, y, ld_y);
-    if constexpr (!std::is_same_v<T, float>) narrow(y, out_pair, d.channels, d.seq, d.head_dim);
+    if constexpr (!kF32) narrow(y, out_pair, d.channels, d.seq, d.head_dim);
   });
 }
 
@@ -138,6 +150,7 @@ void backward_as(const Tensor& d_qkv, const Tensor& d_out, const Tensor& qkv, co
   const int64_t ld_qkv = 3 * d.channels;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
   const int64_t head_block = d.seq * d.head_dim;
+  constexpr bool kF32 = std::is_same_v<T, float>;
   for_each_pair(d, [&](int64_t b, int64_t h) {
     T* qkv_pair = qkv.data<T>() + d.qkv_offset(b, h);
     T* d_qkv_pair = d_qkv.data<T>() + d.qkv_offset(b, h);
@@ -145,21 +158,17 @@ void backward_as(const Tensor& d_qkv, const Tensor& d_out, const Tensor& qkv, co
     const float* p = probs.data<float>() + d.probs_offset(b, h);
     // d_scores: one T x T buffer per thread, reused across pairs and calls.
     float* ds = thread_scratch<float>(static_cast<size_t>(d.seq * d.seq), 1);
-    HeadViews head, grad;
+    // bf16: q, k, v, then their gradients, then d_out, in scratch.
+    float* scratch = kF32 ? nullptr : thread_scratch<float>(static_cast<size_t>(7 * head_block));
+    const HeadViews head = head_views(qkv_pair, d, scratch, true);
+    const HeadViews grad =
+        head_views(d_qkv_pair, d, kF32 ? nullptr : scratch + 3 * head_block, false);
     const float* dy;
     int64_t ld_dy;
-    if constexpr (std::is_same_v<T, float>) {
-      head = {qkv_pair, qkv_pair + d.channels, qkv_pair + 2 * d.channels, ld_qkv};
-      grad = {d_qkv_pair, d_qkv_pair + d.channels, d_qkv_pair + 2 * d.channels, ld_qkv};
+    if constexpr (kF32) {
       dy = dy_pair;
       ld_dy = d.channels;
     } else {
-      float* scratch = thread_scratch<float>(static_cast<size_t>(7 * head_block));
-      head = {scratch, scratch + head_block, scratch + 2 * head_block, d.head_dim};
-      grad = {scratch + 3 * head_block, scratch + 4 * head_block, scratch + 5 * head_block,
-              d.head_dim};
-      for (int part = 0; part < 3; ++part)
-        widen(qkv_pair + part * d.channels, ld_qkv, scratch + part * head_block, d.seq, d.head_dim);
       widen(dy_pair, d.channels, scratch + 6 * head_block, d.seq, d.head_dim);
       dy = scratch + 6 * head_block;
       ld_dy = d.head_dim;
@@ -173,7 +182,7 @@ void backward_as(const Tensor& d_qkv, const Tensor& d_out, const Tensor& qkv, co
           grad.ld);
     sgemm(true, false, d.seq, d.head_dim, d.seq, scale, ds, d.seq, head.q, head.ld, 0.0f, grad.k,
           grad.ld);
-    if constexpr (!std::is_same_v<T, float>)
+    if constexpr (!kF32)
       for (int part = 0; part < 3; ++part)
         narrow(grad.q + part * head_block, d_qkv_pair + part * d.channels, ld_qkv, d.seq,
                d.head_dim);
