@@ -37,7 +37,7 @@ struct AttentionDims {
 // with -inf scores (e^-inf = 0) or zero probabilities in the padding, so that they need no scalar
 // tails.
 int64_t padded_keys(int64_t t, int64_t seq) {
-  const int64_t lanes = LaneSum::kLanes;
+  const int64_t lanes = LaneSum<>::kLanes;
   return std::min(seq, (t + lanes) / lanes * lanes);
 }
 

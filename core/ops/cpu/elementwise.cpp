@@ -29,23 +29,10 @@ MT_INLINE void scale_impl(T* x, float alpha, int64_t n) {
 // In double over explicit lanes (simd.h): the same sum on every clone.
 template <typename T>
 MT_INLINE double sum_squares_impl(const T* x, int64_t n) {
-  constexpr int kLanes = 16;
-  double lane[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    MT_LANE_LOOP
-    for (int j = 0; j < kLanes; ++j) {
-      const double v = load(x[i + j]);
-      lane[j] += v * v;
-    }
-  }
-  for (int j = 0; i + j < n; ++j) {
-    const double v = load(x[i + j]);
-    lane[j] += v * v;
-  }
-  for (int width = kLanes / 2; width >= 1; width /= 2)
-    for (int j = 0; j < width; ++j) lane[j] += lane[j + width];
-  return lane[0];
+  return lane_sum<double>(n, [&](int64_t i) {
+    const double v = load(x[i]);
+    return v * v;
+  });
 }
 
 MT_CLONES void add_block(const float* a, const float* b, float* out, int64_t n) {

@@ -56,28 +56,29 @@ MT_INLINE void store(BF16& dst, float value) { dst = round_bf16(value); }
 // A float sum over explicit lanes: element i goes to lane i % kLanes, the lanes are combined
 // pairwise in a fixed order. add_block() takes kLanes consecutive values at a time; lane_sum()
 // adds the rest (fewer than kLanes) into the first lanes.
+template <typename Acc = float>
 struct LaneSum {
   static constexpr int kLanes = 16;
-  float lane[kLanes] = {};
+  Acc lane[kLanes] = {};
 
   template <typename F>
   MT_INLINE void add_block(int64_t base, F&& value) {
     MT_LANE_LOOP
     for (int j = 0; j < kLanes; ++j) lane[j] += value(base + j);
   }
-  MT_INLINE float total() {
+  MT_INLINE Acc total() {
     for (int width = kLanes / 2; width >= 1; width /= 2)
       for (int j = 0; j < width; ++j) lane[j] += lane[j + width];
     return lane[0];
   }
 };
 
-// sum_{i < n} value(i) through LaneSum: the same result for every clone.
-template <typename F>
-MT_INLINE float lane_sum(int64_t n, F&& value) {
-  LaneSum sum;
+// sum_{i < n} value(i) through LaneSum, in Acc: the same result for every clone.
+template <typename Acc = float, typename F>
+MT_INLINE Acc lane_sum(int64_t n, F&& value) {
+  LaneSum<Acc> sum;
   int64_t i = 0;
-  for (; i + LaneSum::kLanes <= n; i += LaneSum::kLanes) sum.add_block(i, value);
+  for (; i + LaneSum<Acc>::kLanes <= n; i += LaneSum<Acc>::kLanes) sum.add_block(i, value);
   for (int j = 0; i + j < n; ++j) sum.lane[j] += value(i + j);
   return sum.total();
 }
@@ -85,7 +86,7 @@ MT_INLINE float lane_sum(int64_t n, F&& value) {
 // max_{i < n} value(i) for n >= 1 (a NaN may or may not win, as with std::max_element).
 template <typename F>
 MT_INLINE float lane_max(int64_t n, F&& value) {
-  constexpr int kLanes = LaneSum::kLanes;
+  constexpr int kLanes = LaneSum<>::kLanes;
   float lane[kLanes];
   for (int j = 0; j < kLanes; ++j) lane[j] = value(0);
   int64_t i = 0;
