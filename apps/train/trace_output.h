@@ -37,7 +37,7 @@ RankProfile rank_profile(const trace::Recorder& recorder);
 std::string to_json(const RankProfile& profile);
 RankProfile rank_profile_from_json(const std::string& text);
 
-// Model FLOPs of one optimizer step, as bench/compute counts them: 6 N tokens (forward 2,
+// Model FLOPs of one optimizer step (--profile and bench/compute): 6 N tokens (forward 2,
 // backward 4 per parameter and token; every parameter, wpe, biases and LayerNorms included)
 // plus attention's QK^T and PV over the full T x T (no causal saving): 12 L T d per token,
 // 12 B L T^2 d per step. Softmax, GELU, LayerNorm, cross-entropy and AdamW are not counted.

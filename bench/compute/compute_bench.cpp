@@ -17,6 +17,7 @@
 
 #include "bench/compute/step_gemms.h"
 #include "bench/train/mode_run.h"
+#include "apps/train/trace_output.h"
 #include "bench/train/token_corpus.h"
 #include "core/comm/local/spawn_ranks.h"
 #include "core/error.h"
@@ -140,16 +141,12 @@ int main(int argc, char** argv) {
   const GPT2Config model = make_train_config(s, step_spec(DType::f32), corpus.path()).model;
   const std::vector<StepGemm> gemms = step_gemms(model, s.batch, s.seq);
 
-  // Model FLOPs of a step: 6 * parameters * tokens (forward 2, backward 4 per parameter and
-  // token; this counts every parameter, including wpe, biases and LayerNorms that do no matmul),
-  // plus attention's QK^T and PV matmuls over the full T x T (as the kernel computes them, no
-  // causal saving): forward 2 * 2 * B * T^2 * d per layer, backward twice that,
-  // 12 * B * L * T^2 * d in all. Softmax, GELU, LayerNorm, cross-entropy and AdamW are not counted.
+  // Model FLOPs of a step as --profile counts them (apps/train/trace_output.h): 6 * parameters *
+  // tokens plus attention's 12 * B * L * T^2 * d, printed as those two terms.
   const double tokens = static_cast<double>(s.batch * s.seq);
+  const double model_gflop = 1e-9 * model_flops_per_step(model, s.batch, s.seq);
   const double param_gflop = 6e-9 * static_cast<double>(model.num_parameters()) * tokens;
-  const double attn_gflop = 12e-9 * static_cast<double>(s.batch * model.layers * s.seq * s.seq *
-                                                        model.dim);
-  const double model_gflop = param_gflop + attn_gflop;
+  const double attn_gflop = model_gflop - param_gflop;
   double gemm_gflop = 0.0;
   for (const StepGemm& g : gemms) gemm_gflop += 1e-9 * g.flops() * g.per_step;
 
