@@ -27,6 +27,7 @@ GPT2::GPT2(const GPT2Config& config, const GPT2Options& options)
     p.fc_bias = add_parameter(h + "mlp.c_fc.bias", {4 * d});
     p.mlp_proj_weight = add_parameter(h + "mlp.c_proj.weight", {4 * d, d});
     p.mlp_proj_bias = add_parameter(h + "mlp.c_proj.bias", {d});
+    block_params_.push_back(p);
     blocks_.push_back(
         std::make_unique<Gpt2Block>("h." + std::to_string(i), static_cast<int>(config_.heads), p));
   }

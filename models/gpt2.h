@@ -40,6 +40,8 @@ class GPT2 : public Model {
 
   // InvalidArgument for an unknown name.
   Parameter& parameter(std::string_view name);
+  // Block i's parameters (h.{i}.*), by role.
+  const BlockParameters& block_parameters(int64_t i) const { return block_params_.at(i); }
   // Overwrites every parameter's value with its initial value under the seed.
   void init(uint64_t seed);
 
@@ -50,6 +52,7 @@ class GPT2 : public Model {
   Device device_;
   std::vector<std::unique_ptr<Parameter>> params_;
   std::unique_ptr<Gpt2Embedding> embedding_;
+  std::vector<BlockParameters> block_params_;
   std::vector<std::unique_ptr<Gpt2Block>> blocks_;
   std::unique_ptr<Gpt2Head> head_;
 };

@@ -13,8 +13,8 @@ namespace {
 constexpr float kLayerNormEps = 1e-5f;  // GPT-2's, as in nn::LayerNorm
 
 // The parameter's value as an f32 host tensor: shared on the CPU, copied from an accelerator.
-Tensor host_value(GPT2& model, const std::string& name) {
-  const Parameter& p = model.parameter(name);
+Tensor host_value(const Parameter& p) {
+  const std::string& name = p.name();
   MT_CHECK(p.available(), "Gpt2Decoder: parameter '", name, "' has no value on this rank");
   MT_CHECK(p.shape() == p.global_shape(), "Gpt2Decoder: parameter '", name, "' is sharded (",
            shape_string(p.shape()), " of ", shape_string(p.global_shape()),
@@ -43,27 +43,27 @@ void causal_softmax_row(float* row, int64_t seen, int64_t count) {
 }  // namespace
 
 Gpt2Decoder::Gpt2Decoder(GPT2& model) : config_(model.config()) {
-  wte_ = host_value(model, "wte.weight");
-  wpe_ = host_value(model, "wpe.weight");
-  ln_f_weight_ = host_value(model, "ln_f.weight");
-  ln_f_bias_ = host_value(model, "ln_f.bias");
+  wte_ = host_value(model.parameter("wte.weight"));
+  wpe_ = host_value(model.parameter("wpe.weight"));
+  ln_f_weight_ = host_value(model.parameter("ln_f.weight"));
+  ln_f_bias_ = host_value(model.parameter("ln_f.bias"));
   const int64_t t = config_.ctx, d = config_.dim, hd = config_.head_dim();
   MemoryCategoryScope scope(MemoryCategory::activation);
   for (int64_t i = 0; i < config_.layers; ++i) {
-    const std::string h = "h." + std::to_string(i) + ".";
+    const BlockParameters& p = model.block_parameters(i);
     Block b;
-    b.ln_1_weight = host_value(model, h + "ln_1.weight");
-    b.ln_1_bias = host_value(model, h + "ln_1.bias");
-    b.attn_weight = host_value(model, h + "attn.c_attn.weight");
-    b.attn_bias = host_value(model, h + "attn.c_attn.bias");
-    b.attn_proj_weight = host_value(model, h + "attn.c_proj.weight");
-    b.attn_proj_bias = host_value(model, h + "attn.c_proj.bias");
-    b.ln_2_weight = host_value(model, h + "ln_2.weight");
-    b.ln_2_bias = host_value(model, h + "ln_2.bias");
-    b.fc_weight = host_value(model, h + "mlp.c_fc.weight");
-    b.fc_bias = host_value(model, h + "mlp.c_fc.bias");
-    b.mlp_proj_weight = host_value(model, h + "mlp.c_proj.weight");
-    b.mlp_proj_bias = host_value(model, h + "mlp.c_proj.bias");
+    b.ln_1_weight = host_value(*p.ln_1_weight);
+    b.ln_1_bias = host_value(*p.ln_1_bias);
+    b.attn_weight = host_value(*p.attn_weight);
+    b.attn_bias = host_value(*p.attn_bias);
+    b.attn_proj_weight = host_value(*p.attn_proj_weight);
+    b.attn_proj_bias = host_value(*p.attn_proj_bias);
+    b.ln_2_weight = host_value(*p.ln_2_weight);
+    b.ln_2_bias = host_value(*p.ln_2_bias);
+    b.fc_weight = host_value(*p.fc_weight);
+    b.fc_bias = host_value(*p.fc_bias);
+    b.mlp_proj_weight = host_value(*p.mlp_proj_weight);
+    b.mlp_proj_bias = host_value(*p.mlp_proj_bias);
     b.keys = Tensor::empty({config_.heads, t, hd});
     b.values = Tensor::empty({config_.heads, t, hd});
     blocks_.push_back(std::move(b));
