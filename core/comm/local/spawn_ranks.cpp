@@ -1,5 +1,6 @@
 #include "core/comm/local/spawn_ranks.h"
 
+#include <algorithm>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -57,9 +58,9 @@ class FailureLog {
 void spawn_ranks(int world_size, const std::function<void(RankContext&)>& fn,
                  CommOptions options) {
   MT_CHECK_GE(world_size, 1, "spawn_ranks needs at least one rank");
-  // Ranks sharing the cores run one CPU thread each; a single rank keeps the caller's count. The
-  // count is per thread, so each rank thread sets it for itself.
-  const int rank_cpu_threads = world_size > 1 ? 1 : ops::cpu::cpu_threads();
+  // The ranks split the caller's CPU threads; the count is per thread, so each rank thread sets it
+  // for itself.
+  const int rank_cpu_threads = std::max(1, ops::cpu::cpu_threads() / world_size);
   // Before the world: buffers the world still holds are charged to these trackers.
   std::vector<MemoryTracker> trackers(world_size);
   LocalWorld world(world_size, options);

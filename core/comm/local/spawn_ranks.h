@@ -18,8 +18,9 @@ struct RankContext {
 
 // Runs fn(ctx) for every rank on its own thread, each with its own MemoryTracker. When a rank
 // throws, the world is aborted so that the others wake; once all have joined, the first root-cause
-// failure is rethrown (not the secondary "rank R failed" errors it caused elsewhere). With more
-// than one rank, BLAS runs single-threaded so that ranks do not oversubscribe the cores.
+// failure is rethrown (not the secondary "rank R failed" errors it caused elsewhere). The ranks
+// split the caller's CPU threads (ops::cpu::cpu_threads; at least one each), so that they do not
+// oversubscribe the cores.
 void spawn_ranks(int world_size, const std::function<void(RankContext&)>& fn,
                  CommOptions options = {});
 
