@@ -134,11 +134,8 @@ int main(int argc, char** argv) {
       g_scratch.c_str());
 
   for (const ModeSpec& spec : layouts)
-    benchmark::RegisterBenchmark(("checkpoint/" + spec.name).c_str(),
-                                 [spec](benchmark::State& state) { bench_layout(state, spec); })
-        ->Iterations(1)
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond);
+    register_run("checkpoint/" + spec.name,
+                 [spec](benchmark::State& state) { bench_layout(state, spec); });
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   fs::remove_all(g_scratch);

@@ -257,11 +257,8 @@ int main(int argc, char** argv) {
       balanced_layers(s.layers, 2 * s.world).c_str());
 
   for (const ScheduleSpec& spec : specs)
-    benchmark::RegisterBenchmark(("pp/" + spec.name).c_str(),
-                                 [spec](benchmark::State& state) { bench_schedule(state, spec); })
-        ->Iterations(1)
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond);
+    register_run("pp/" + spec.name,
+                 [spec](benchmark::State& state) { bench_schedule(state, spec); });
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   print_summary();

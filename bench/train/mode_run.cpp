@@ -134,16 +134,19 @@ void bench_mode(benchmark::State& state, const BenchSettings& settings, const Mo
   }
 }
 
+void register_run(const std::string& name, std::function<void(benchmark::State&)> body) {
+  benchmark::RegisterBenchmark(name.c_str(), std::move(body))
+      ->Iterations(1)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+}
+
 void register_modes(const std::vector<ModeSpec>& specs, const BenchSettings& settings,
                     const std::string& data_path, ModeBoard& board) {
   for (const ModeSpec& spec : specs)
-    benchmark::RegisterBenchmark(("train/" + spec.name).c_str(),
-                                 [&settings, &data_path, &board, spec](benchmark::State& state) {
-                                   bench_mode(state, settings, spec, data_path, board);
-                                 })
-        ->Iterations(1)
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond);
+    register_run("train/" + spec.name, [&settings, &data_path, &board, spec](benchmark::State& s) {
+      bench_mode(s, settings, spec, data_path, board);
+    });
 }
 
 }  // namespace meshtrain::bench

@@ -7,6 +7,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -79,7 +80,10 @@ struct ModeBoard {
 void bench_mode(benchmark::State& state, const BenchSettings& settings, const ModeSpec& spec,
                 const std::string& data_path, ModeBoard& board);
 
-// Registers `train/<name>` for every spec: one iteration, manual time in milliseconds.
+// Registers a benchmark that trains once: one iteration, manual time in milliseconds.
+void register_run(const std::string& name, std::function<void(benchmark::State&)> body);
+
+// Registers `train/<name>` for every spec (register_run).
 void register_modes(const std::vector<ModeSpec>& specs, const BenchSettings& settings,
                     const std::string& data_path, ModeBoard& board);
 
