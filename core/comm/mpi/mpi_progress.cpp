@@ -100,9 +100,10 @@ bool MpiProgress::poll() {
       continue;
     }
     if (!it->expired && now > it->deadline) {
+      // Worded as Work::wait's own timeout: whichever notices first, the report is the same.
       const auto error = std::make_exception_ptr(Timeout(detail::concat(
-          it->op.work->description(), " did not complete within ", timeout_.count(),
-          " ms (a rank is missing or the ranks issued ops in different orders); the group is "
+          "timed out after ", timeout_.count(), " ms waiting for ", it->op.work->description(),
+          " (a rank is missing or the ranks issued ops in different orders); the group is "
           "unusable from now on")));
       fail_group(error);
       it->op.work->fail(error);
