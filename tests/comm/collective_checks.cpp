@@ -57,6 +57,11 @@ Tensor filled(int64_t n, DType dtype, const std::function<float(int64_t)>& value
   return t;
 }
 
+Tensor filled(int64_t n, DType dtype, Device device, const std::function<float(int64_t)>& value) {
+  const Tensor host = filled(n, dtype, value);
+  return device.is_cpu() ? host : host.to(device);
+}
+
 void expect_values(const Tensor& actual, const std::function<float(int64_t)>& expected,
                    const char* what) {
   const std::vector<float> got = actual.to_vector();
@@ -69,12 +74,12 @@ void expect_values(const Tensor& actual, const std::function<float(int64_t)>& ex
   }
 }
 
-void check_all_gather(Communicator& comm, int64_t count, DType dtype) {
+void check_all_gather(Communicator& comm, int64_t count, DType dtype, Device device) {
   const int w = comm.size();
   const int r = comm.rank();
   comm.reset_counters();
-  Tensor in = filled(count, dtype, [&](int64_t i) { return contribution(r, w, i); });
-  Tensor out = filled(w * count, dtype, [](int64_t) { return -1.0f; });
+  Tensor in = filled(count, dtype, device, [&](int64_t i) { return contribution(r, w, i); });
+  Tensor out = filled(w * count, dtype, device, [](int64_t) { return -1.0f; });
   comm.all_gather_into(out, in)->wait();
   expect_values(out,
                 [&](int64_t i) { return contribution(static_cast<int>(i / count), w, i % count); },
@@ -83,12 +88,13 @@ void check_all_gather(Communicator& comm, int64_t count, DType dtype) {
   expect_counters(comm, CommOp::all_gather, moved, moved);
 }
 
-void check_reduce_scatter(Communicator& comm, int64_t count, DType dtype, ReduceOp op) {
+void check_reduce_scatter(Communicator& comm, int64_t count, DType dtype, ReduceOp op,
+                          Device device) {
   const int w = comm.size();
   const int r = comm.rank();
   comm.reset_counters();
-  Tensor in = filled(w * count, dtype, [&](int64_t i) { return contribution(r, w, i); });
-  Tensor out = filled(count, dtype, [](int64_t) { return -1.0f; });
+  Tensor in = filled(w * count, dtype, device, [&](int64_t i) { return contribution(r, w, i); });
+  Tensor out = filled(count, dtype, device, [](int64_t) { return -1.0f; });
   comm.reduce_scatter_into(out, in, op)->wait();
   expect_values(
       out,
@@ -106,11 +112,11 @@ void check_reduce_scatter(Communicator& comm, int64_t count, DType dtype, Reduce
   expect_counters(comm, CommOp::reduce_scatter, moved, moved);
 }
 
-void check_all_reduce(Communicator& comm, int64_t count, DType dtype, ReduceOp op) {
+void check_all_reduce(Communicator& comm, int64_t count, DType dtype, ReduceOp op, Device device) {
   const int w = comm.size();
   const int r = comm.rank();
   comm.reset_counters();
-  Tensor buffer = filled(count, dtype, [&](int64_t i) { return contribution(r, w, i); });
+  Tensor buffer = filled(count, dtype, device, [&](int64_t i) { return contribution(r, w, i); });
   comm.all_reduce(buffer, op)->wait();
   expect_values(
       buffer,
@@ -127,11 +133,11 @@ void check_all_reduce(Communicator& comm, int64_t count, DType dtype, ReduceOp o
   expect_counters(comm, CommOp::all_reduce, moved, moved);
 }
 
-void check_broadcast(Communicator& comm, int64_t count, DType dtype, int root) {
+void check_broadcast(Communicator& comm, int64_t count, DType dtype, int root, Device device) {
   const int w = comm.size();
   const int r = comm.rank();
   comm.reset_counters();
-  Tensor buffer = filled(count, dtype, [&](int64_t i) {
+  Tensor buffer = filled(count, dtype, device, [&](int64_t i) {
     return r == root ? contribution(root, w, i) : -1.0f;
   });
   comm.broadcast(buffer, root)->wait();
@@ -140,7 +146,7 @@ void check_broadcast(Communicator& comm, int64_t count, DType dtype, int root) {
   expect_counters(comm, CommOp::broadcast, r == root && w > 1 ? bytes : 0, r == root ? 0 : bytes);
 }
 
-void check_send_recv_ring(Communicator& comm, int64_t count, DType dtype) {
+void check_send_recv_ring(Communicator& comm, int64_t count, DType dtype, Device device) {
   const int w = comm.size();
   if (w == 1) return;  // no peer to talk to
   const int r = comm.rank();
@@ -148,10 +154,11 @@ void check_send_recv_ring(Communicator& comm, int64_t count, DType dtype) {
   const int prev = (r + w - 1) % w;
   comm.reset_counters();
   // The second message differs from the first, so a swap shows.
-  Tensor first = filled(count, dtype, [&](int64_t i) { return contribution(r, w, i); });
-  Tensor second = filled(count, dtype, [&](int64_t i) { return contribution(r, w, i) + 30; });
-  Tensor got_first = filled(count, dtype, [](int64_t) { return -1.0f; });
-  Tensor got_second = filled(count, dtype, [](int64_t) { return -1.0f; });
+  Tensor first = filled(count, dtype, device, [&](int64_t i) { return contribution(r, w, i); });
+  Tensor second =
+      filled(count, dtype, device, [&](int64_t i) { return contribution(r, w, i) + 30; });
+  Tensor got_first = filled(count, dtype, device, [](int64_t) { return -1.0f; });
+  Tensor got_second = filled(count, dtype, device, [](int64_t) { return -1.0f; });
   std::vector<WorkPtr> works{comm.send(first, next), comm.send(second, next),
                              comm.recv(got_first, prev), comm.recv(got_second, prev)};
   for (const WorkPtr& work : works) work->wait();
@@ -163,12 +170,12 @@ void check_send_recv_ring(Communicator& comm, int64_t count, DType dtype) {
   expect_counters(comm, CommOp::recv, 0, 2 * bytes, 2);
 }
 
-void check_all_to_all(Communicator& comm, int64_t count, DType dtype) {
+void check_all_to_all(Communicator& comm, int64_t count, DType dtype, Device device) {
   const int w = comm.size();
   const int r = comm.rank();
   comm.reset_counters();
-  Tensor in = filled(w * count, dtype, [&](int64_t i) { return contribution(r, w, i); });
-  Tensor out = filled(w * count, dtype, [](int64_t) { return -1.0f; });
+  Tensor in = filled(w * count, dtype, device, [&](int64_t i) { return contribution(r, w, i); });
+  Tensor out = filled(w * count, dtype, device, [](int64_t) { return -1.0f; });
   comm.all_to_all(out, in)->wait();
   // Chunk j of out is chunk r of rank j's in.
   expect_values(
@@ -187,15 +194,17 @@ void check_barrier(Communicator& comm) {
   expect_counters(comm, CommOp::barrier, 0, 0, 3);
 }
 
-void check_async_overlap(Communicator& comm, int64_t count, DType dtype) {
+void check_async_overlap(Communicator& comm, int64_t count, DType dtype, Device device) {
   const int w = comm.size();
   const int r = comm.rank();
-  Tensor gather_in = filled(count, dtype, [&](int64_t i) { return contribution(r, w, i); });
-  Tensor gathered = Tensor::empty({w * count}, dtype);
-  Tensor scatter_in = filled(w * count, dtype, [&](int64_t i) { return contribution(r, w, i); });
-  Tensor scattered = Tensor::empty({count}, dtype);
-  Tensor reduced = filled(count, dtype, [&](int64_t i) { return contribution(r, w, i); });
-  Tensor broadcasted = filled(count, dtype, [&](int64_t i) { return contribution(r, w, i); });
+  Tensor gather_in = filled(count, dtype, device, [&](int64_t i) { return contribution(r, w, i); });
+  Tensor gathered = Tensor::empty({w * count}, dtype, device);
+  Tensor scatter_in =
+      filled(w * count, dtype, device, [&](int64_t i) { return contribution(r, w, i); });
+  Tensor scattered = Tensor::empty({count}, dtype, device);
+  Tensor reduced = filled(count, dtype, device, [&](int64_t i) { return contribution(r, w, i); });
+  Tensor broadcasted =
+      filled(count, dtype, device, [&](int64_t i) { return contribution(r, w, i); });
   std::vector<WorkPtr> works{comm.all_gather_into(gathered, gather_in),
                              comm.reduce_scatter_into(scattered, scatter_in, ReduceOp::sum),
                              comm.all_reduce(reduced, ReduceOp::max),
@@ -214,7 +223,7 @@ void check_async_overlap(Communicator& comm, int64_t count, DType dtype) {
                 "overlapped broadcast");
 
   // Completes with no one waiting on it: the op runs beside the caller.
-  Tensor polled = filled(count, dtype, [&](int64_t i) { return contribution(r, w, i); });
+  Tensor polled = filled(count, dtype, device, [&](int64_t i) { return contribution(r, w, i); });
   WorkPtr work = comm.all_reduce(polled, ReduceOp::sum);
   const auto deadline = std::chrono::steady_clock::now() + comm.options().timeout;
   while (!work->is_completed() && std::chrono::steady_clock::now() < deadline)

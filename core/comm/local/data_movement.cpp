@@ -4,6 +4,12 @@
 #include <vector>
 
 #include "core/comm/local/reduce.h"
+#include "core/device_memory.h"
+#include "core/error.h"
+#include "meshtrain/config.h"
+#if MESHTRAIN_HAS_CUDA
+#include "core/ops/cuda/reduce_buffers.h"
+#endif
 
 namespace meshtrain::local {
 
@@ -11,8 +17,42 @@ namespace {
 
 char* bytes_of(const Tensor& t) { return static_cast<char*>(t.raw_data()); }
 
-void copy(char* to, const char* from, size_t bytes) {
-  if (bytes > 0 && to != from) std::memcpy(to, from, bytes);
+// Host buffers by memcpy; device buffers on the calling thread's stream (peer copies included).
+void copy(const Tensor& to, size_t to_offset, const Tensor& from, size_t from_offset,
+          size_t bytes) {
+  char* dst = bytes_of(to) + to_offset;
+  const char* src = bytes_of(from) + from_offset;
+  if (bytes == 0 || dst == src) return;
+  if (to.device().is_cpu() && from.device().is_cpu())
+    std::memcpy(dst, src, bytes);
+  else
+    device_memcpy(dst, to.device(), src, from.device(), bytes);
+}
+
+// out[begin, begin + n) <- reduction over ranks j of srcs[j][begin, begin + n) (element offsets).
+// A device reduction reads every source on out's device: a source on another GPU is copied there.
+void reduce_range(const Tensor& out, int64_t out_begin, const std::vector<Tensor>& srcs,
+                  int64_t src_begin, int64_t n, ReduceOp op) {
+  const size_t element = dtype_size(out.dtype());
+  std::vector<Tensor> staged;  // keeps the staging copies alive until the reduction is queued
+  std::vector<const void*> ptrs;
+  for (const Tensor& src : srcs) {
+    if (src.device() == out.device()) {
+      ptrs.push_back(bytes_of(src) + src_begin * element);
+      continue;
+    }
+    staged.push_back(Tensor::empty({n}, out.dtype(), out.device()));
+    copy(staged.back(), 0, src, src_begin * element, n * element);
+    ptrs.push_back(staged.back().raw_data());
+  }
+  void* dst = bytes_of(out) + out_begin * element;
+  const int count = static_cast<int>(ptrs.size());
+  if (out.device().is_cpu()) return reduce_into(dst, ptrs.data(), count, n, out.dtype(), op);
+#if MESHTRAIN_HAS_CUDA
+  ops::cuda::reduce_buffers(out.device().index, dst, ptrs.data(), count, n, out.dtype(), op);
+  // The staging buffers go back to the allocator only once the reduction has read them.
+  if (!staged.empty()) device_synchronize(out.device());
+#endif
 }
 
 int group_size(const Slot& slot) { return static_cast<int>(slot.posts.size()); }
@@ -26,36 +66,37 @@ Range chunk(int64_t numel, int world, int c) {
   return {begin, numel * (c + 1) / world - begin};
 }
 
+std::vector<Tensor> ins(const Slot& slot) {
+  std::vector<Tensor> out;
+  for (const Post& post : slot.posts) out.push_back(post.in);
+  return out;
+}
+
 }  // namespace
 
 // Peers are visited starting after my own rank so that ranks do not all read one source at once.
 void gather_from_peers(const Slot& slot, int rank) {
   const int w = group_size(slot);
   const size_t n = slot.signature.bytes;
-  char* out = bytes_of(slot.posts[rank].out);
+  const Tensor& out = slot.posts[rank].out;
   for (int k = 0; k < w; ++k) {
     const int src = (rank + k) % w;
-    copy(out + src * n, bytes_of(slot.posts[src].in), n);
+    copy(out, src * n, slot.posts[src].in, 0, n);
   }
 }
 
 void reduce_my_chunk(const Slot& slot, int rank) {
-  const int w = group_size(slot);
   const Tensor& out = slot.posts[rank].out;
-  std::vector<const void*> srcs(w);
-  for (int j = 0; j < w; ++j) srcs[j] = bytes_of(slot.posts[j].in) + rank * out.nbytes();
-  reduce_into(out.raw_data(), srcs.data(), w, out.numel(), out.dtype(), slot.signature.reduce);
+  reduce_range(out, 0, ins(slot), rank * out.numel(), out.numel(), slot.signature.reduce);
 }
 
 void all_reduce_reduce_phase(const Slot& slot, int rank) {
   const int w = group_size(slot);
   const Tensor& mine = slot.posts[rank].out;
-  const size_t element = dtype_size(mine.dtype());
   const Range range = chunk(mine.numel(), w, rank);
-  std::vector<const void*> srcs(w);
-  for (int j = 0; j < w; ++j) srcs[j] = bytes_of(slot.posts[j].out) + range.begin * element;
-  reduce_into(bytes_of(mine) + range.begin * element, srcs.data(), w, range.count, mine.dtype(),
-              slot.signature.reduce);
+  std::vector<Tensor> buffers;
+  for (const Post& post : slot.posts) buffers.push_back(post.out);
+  reduce_range(mine, range.begin, buffers, range.begin, range.count, slot.signature.reduce);
 }
 
 void all_reduce_gather_phase(const Slot& slot, int rank) {
@@ -66,23 +107,23 @@ void all_reduce_gather_phase(const Slot& slot, int rank) {
     const int c = (rank + k) % w;
     const Range range = chunk(mine.numel(), w, c);
     const size_t offset = range.begin * element;
-    copy(bytes_of(mine) + offset, bytes_of(slot.posts[c].out) + offset, range.count * element);
+    copy(mine, offset, slot.posts[c].out, offset, range.count * element);
   }
 }
 
 void copy_from_root(const Slot& slot, int rank) {
   const int root = slot.signature.root;
   if (rank == root) return;
-  copy(bytes_of(slot.posts[rank].out), bytes_of(slot.posts[root].out), slot.signature.bytes);
+  copy(slot.posts[rank].out, 0, slot.posts[root].out, 0, slot.signature.bytes);
 }
 
 void exchange_chunks(const Slot& slot, int rank) {
   const int w = group_size(slot);
   const size_t m = slot.signature.bytes / w;
-  char* out = bytes_of(slot.posts[rank].out);
+  const Tensor& out = slot.posts[rank].out;
   for (int k = 0; k < w; ++k) {
     const int src = (rank + k) % w;
-    copy(out + src * m, bytes_of(slot.posts[src].in) + rank * m, m);
+    copy(out, src * m, slot.posts[src].in, rank * m, m);
   }
 }
 

@@ -18,6 +18,7 @@
 
 #include "core/comm/local/mailbox.h"
 #include "core/comm/local/op_signature.h"
+#include "core/comm/local/stream_mark.h"
 #include "core/comm/work.h"
 #include "core/tensor.h"
 
@@ -39,6 +40,9 @@ struct WaitContext {
 struct Post {
   Tensor in;
   Tensor out;  // all_reduce, broadcast: the buffer (in is the same)
+  // CUDA buffers: where the owner's stream stood when it issued the op; every copy that reads or
+  // writes these buffers waits for it.
+  std::shared_ptr<const StreamMark> issued;
 };
 
 struct Slot {

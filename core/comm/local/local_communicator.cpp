@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "core/comm/local/data_movement.h"
+#include "core/device_memory.h"
 #include "core/error.h"
 
 namespace meshtrain::local {
@@ -28,6 +29,15 @@ void check_reduction(DType dtype, ReduceOp op, std::string_view what) {
   MT_CHECK(!(dtype == DType::i32 && op == ReduceOp::avg), what,
            ": avg is not defined on i32 buffers; use sum or max");
 }
+
+// The device a collective's buffers live on (the host for a barrier).
+Device device_of(const Tensor& in, const Tensor& out) {
+  return out.defined() ? out.device() : in.defined() ? in.device() : Device::cpu();
+}
+
+// Device copies run on the progress thread's own stream; they must be finished before the rank
+// tells its peers (or its caller) that it is done with their buffers.
+void finish_device_copies(Device device) { device_synchronize(device); }
 
 }  // namespace
 
@@ -55,8 +65,8 @@ LocalCommunicator::~LocalCommunicator() {
 
 void LocalCommunicator::check_buffer(const Tensor& buffer, std::string_view what) const {
   MT_CHECK(buffer.defined(), what, ": undefined tensor");
-  MT_CHECK(buffer.device().is_cpu(), what, ": the local backend moves host buffers only, got ",
-           buffer.describe());
+  MT_CHECK(buffer.device().is_cpu() || buffer.device().is_cuda(), what,
+           ": the local backend moves host or CUDA buffers, got ", buffer.describe());
 }
 
 WaitContext LocalCommunicator::context(CommOp op, uint64_t seq) const {
@@ -67,18 +77,25 @@ std::shared_ptr<AsyncWork> LocalCommunicator::make_work(CommOp op, size_t bytes)
   return std::make_shared<AsyncWork>(describe(op, bytes), options().timeout);
 }
 
-WorkPtr LocalCommunicator::collective(const OpSignature& signature, Tensor in, Tensor out,
-                                      bool stage_in, Mover move) {
+WorkPtr LocalCommunicator::collective(OpSignature signature, Tensor in, Tensor out, bool stage_in,
+                                      Mover move) {
+  const Device device = device_of(in, out);
+  signature.memory = device.kind;
   auto work = make_work(signature.op, signature.bytes);
   const WaitContext ctx = context(signature.op, next_collective_++);
+  std::shared_ptr<const StreamMark> issued = StreamMark::record(device);
   ++in_flight_;
-  progress_.post([this, work, ctx, signature, in = std::move(in), out = std::move(out), stage_in,
-                  move]() mutable {
+  progress_.post([this, work, ctx, signature, device, in = std::move(in), out = std::move(out),
+                  issued = std::move(issued), stage_in, move]() mutable {
     try {
-      // Staged here, in op order, so the copy sees what earlier queued ops wrote.
-      Post post{stage_in ? in.clone() : in, out};
+      // Staged here, in op order, so the copy sees what earlier queued ops wrote (and, on a GPU,
+      // what the caller's stream wrote before it issued the op).
+      order_after(issued, device);
+      Post post{stage_in ? in.clone() : in, out, issued};
       std::shared_ptr<Slot> slot = group_->arrive(ctx, signature, std::move(post));
+      for (const Post& peer : slot->posts) order_after(peer.issued, device);
       move(*this, ctx, *slot);
+      finish_device_copies(device);
       if (slot->phase_done.size() > 1) group_->sync(ctx, *slot);
       // The test hook's delay holds back completion (and the ops queued behind), not the caller.
       if (const auto delay = group_->op_delay(signature.op); delay.count() > 0)
@@ -121,6 +138,7 @@ WorkPtr LocalCommunicator::do_all_reduce(const Tensor& buffer, ReduceOp op) {
   return collective({CommOp::all_reduce, buffer.nbytes(), buffer.dtype(), op}, buffer, buffer,
                     false, [](LocalCommunicator& self, const WaitContext& ctx, Slot& slot) {
                       all_reduce_reduce_phase(slot, self.rank());
+                      finish_device_copies(slot.posts[self.rank()].out.device());
                       self.group_->sync(ctx, slot);  // every chunk is reduced
                       all_reduce_gather_phase(slot, self.rank());
                     });
@@ -151,6 +169,7 @@ std::vector<WorkPtr> LocalCommunicator::do_batch_p2p(const std::vector<P2POp>& o
   struct Posting {
     P2POp op;
     P2PKey key;
+    std::shared_ptr<const StreamMark> issued;
     std::shared_ptr<AsyncWork> work;
   };
   std::vector<Posting> postings;
@@ -166,7 +185,7 @@ std::vector<WorkPtr> LocalCommunicator::do_batch_p2p(const std::vector<P2POp>& o
                              : P2PKey{op.peer, rank(), next_recv_[op.peer]++};
     auto work = std::make_shared<AsyncWork>(describe(op), options().timeout);
     if (!sends) recvs_.push_back(work);
-    postings.push_back({op, key, work});
+    postings.push_back({op, key, StreamMark::record(op.buffer.device()), work});
     works.push_back(std::move(work));
   }
   ++in_flight_;
@@ -183,9 +202,9 @@ std::vector<WorkPtr> LocalCommunicator::do_batch_p2p(const std::vector<P2POp>& o
     for (Posting& p : postings) {
       try {
         if (p.op.kind == P2POp::send)
-          mailbox.post_send(p.key, std::move(p.op.buffer), p.work);
+          mailbox.post_send(p.key, std::move(p.op.buffer), std::move(p.issued), p.work);
         else
-          mailbox.post_recv(p.key, std::move(p.op.buffer), p.work);
+          mailbox.post_recv(p.key, std::move(p.op.buffer), std::move(p.issued), p.work);
       } catch (...) {
         p.work->fail(std::current_exception());
       }

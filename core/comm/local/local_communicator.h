@@ -49,8 +49,9 @@ class LocalCommunicator final : public Communicator {
   // Queues a collective: arrive in the next slot, move, then a final barrier that keeps every
   // rank's buffers in use until all have read them. stage_in: copy `in` first (it overlaps `out`
   // in a way that peers' reads and my writes would race on).
-  WorkPtr collective(const OpSignature& signature, Tensor in, Tensor out, bool stage_in,
-                     Mover move);
+  // Buffers may be host or CUDA memory (all ranks alike); device copies are ordered after the
+  // caller's stream at issue and finished before the op completes.
+  WorkPtr collective(OpSignature signature, Tensor in, Tensor out, bool stage_in, Mover move);
   WaitContext context(CommOp op, uint64_t seq) const;
   std::shared_ptr<AsyncWork> make_work(CommOp op, size_t bytes) const;
 

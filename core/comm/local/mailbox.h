@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/comm/local/stream_mark.h"
 #include "core/comm/work.h"
 #include "core/tensor.h"
 
@@ -39,10 +40,13 @@ class Mailbox {
 
   // Posts the send side of `key`. The send completes once the receiver has copied the data
   // (the buffer is held until then, so the sender may not reuse it before waiting).
-  void post_send(const P2PKey& key, Tensor buffer, std::shared_ptr<AsyncWork> work);
+  // `issued` (CUDA buffers only): the owner's stream at issue, which the copy waits for.
+  void post_send(const P2PKey& key, Tensor buffer, std::shared_ptr<const StreamMark> issued,
+                 std::shared_ptr<AsyncWork> work);
   // Posts the receive side of `key`; it completes once the data is in `buffer`. A sender whose
   // size or dtype differs fails both sides and the group with a message naming both.
-  void post_recv(const P2PKey& key, Tensor buffer, std::shared_ptr<AsyncWork> work);
+  void post_recv(const P2PKey& key, Tensor buffer, std::shared_ptr<const StreamMark> issued,
+                 std::shared_ptr<AsyncWork> work);
 
   // Fails every posted side with PeerFailure(message), and every side posted later; the first
   // message wins. Drops the posted buffers.
@@ -51,6 +55,7 @@ class Mailbox {
   // One posted side of a transfer.
   struct Side {
     Tensor buffer;
+    std::shared_ptr<const StreamMark> issued;
     std::shared_ptr<AsyncWork> work;
   };
 
@@ -60,7 +65,8 @@ class Mailbox {
   // Takes the other side of `key` out of the mailbox and completes the transfer, or, when that
   // side has not been posted yet, leaves `mine` for it to find.
   void post(const P2PKey& key, Side mine, bool is_send);
-  // Copies send's buffer into recv's and completes both; a size or dtype mismatch fails them.
+  // Copies send's buffer into recv's and completes both; a size, dtype or memory-kind mismatch
+  // fails them. A device copy is finished before either side completes.
   void transfer(const P2PKey& key, Side& send, Side& recv);
 
   const std::string group_name_;

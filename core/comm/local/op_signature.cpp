@@ -11,7 +11,8 @@ std::string describe(const OpSignature& s) {
   else if (s.op == CommOp::broadcast)
     qualifier = detail::concat(" from root ", s.root);
   return detail::concat(comm_op_name(s.op), qualifier, " of ", s.bytes, " bytes (",
-                        dtype_name(s.dtype), ")");
+                        dtype_name(s.dtype), ")",
+                        s.memory == DeviceKind::cuda ? " in CUDA memory" : "");
 }
 
 int phase_count(CommOp op) {

@@ -1,10 +1,12 @@
-// What every rank must agree on for a collective in one slot: op, size, dtype, reduction, root.
+// What every rank must agree on for a collective in one slot: op, size, dtype, reduction, root,
+// and where the buffers live (host or GPU memory: one collective moves one kind).
 #pragma once
 
 #include <cstddef>
 #include <string>
 
 #include "core/comm/types.h"
+#include "core/device.h"
 #include "core/dtype.h"
 
 namespace meshtrain::local {
@@ -15,11 +17,13 @@ struct OpSignature {
   DType dtype = DType::f32;
   ReduceOp reduce = ReduceOp::sum;  // reduce_scatter, all_reduce only
   int root = 0;                     // broadcast only
+  DeviceKind memory = DeviceKind::cpu;
 
   bool operator==(const OpSignature&) const = default;
 };
 
-// "all_reduce (sum) of 4096 bytes (f32)", "broadcast from root 1 of 64 bytes (bf16)".
+// "all_reduce (sum) of 4096 bytes (f32)", "broadcast from root 1 of 64 bytes (bf16) in CUDA
+// memory".
 std::string describe(const OpSignature& signature);
 
 // Ranks each collective waits at: arrival, the final release, and all-reduce's middle phase.

@@ -1,0 +1,96 @@
+// The local backend over CUDA memory: ranks as threads sharing one GPU, every collective and
+// point-to-point transfer checked against closed-form values (the host suite's checks with device
+// buffers), the ordering of device copies after each rank's queued kernels, and the refusal to mix
+// host and device buffers in one op. Every case skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "core/comm/local/spawn_ranks.h"
+#include "core/device_memory.h"
+#include "core/error.h"
+#include "core/ops/ops.h"
+#include "tests/comm/collective_checks.h"
+#include "tests/support/error_message.h"
+
+namespace meshtrain {
+namespace {
+
+#define MT_REQUIRE_GPU() \
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU"
+
+const Device kGpu = Device::cuda(0);
+
+using Params = std::tuple<int, int64_t, DType>;  // world size, elements, dtype
+
+class CudaLocalCollectives : public ::testing::TestWithParam<Params> {
+ protected:
+  int world() const { return std::get<0>(GetParam()); }
+  int64_t count() const { return std::get<1>(GetParam()); }
+  DType dtype() const { return std::get<2>(GetParam()); }
+
+  void run(const std::function<void(Communicator&)>& check) {
+    spawn_ranks(world(), [&](RankContext& ctx) { check(ctx.world); },
+                CommOptions{std::chrono::seconds(20)});
+  }
+};
+
+TEST_P(CudaLocalCollectives, EveryOp) {
+  MT_REQUIRE_GPU();
+  run([&](Communicator& c) {
+    testing::check_all_gather(c, count(), dtype(), kGpu);
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max}) {
+      testing::check_reduce_scatter(c, count(), dtype(), op, kGpu);
+      testing::check_all_reduce(c, count(), dtype(), op, kGpu);
+    }
+    for (int root : {0, c.size() - 1}) testing::check_broadcast(c, count(), dtype(), root, kGpu);
+    testing::check_send_recv_ring(c, count(), dtype(), kGpu);
+    testing::check_all_to_all(c, count(), dtype(), kGpu);
+    testing::check_async_overlap(c, count(), dtype(), kGpu);
+  });
+}
+
+std::string name_of(const ::testing::TestParamInfo<Params>& info) {
+  return detail::concat("w", std::get<0>(info.param), "_n", std::get<1>(info.param), "_",
+                        dtype_name(std::get<2>(info.param)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, CudaLocalCollectives,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                                            ::testing::Values<int64_t>(0, 7, 65536),
+                                            ::testing::Values(DType::f32, DType::bf16)),
+                         name_of);
+
+// A collective issued right behind a kernel that writes its buffer (no host synchronisation in
+// between) must move what the kernel wrote: the copies wait for the issuing stream.
+TEST(CudaLocalBackend, CopiesWaitForTheKernelsQueuedBeforeTheOp) {
+  MT_REQUIRE_GPU();
+  constexpr int64_t n = int64_t{1} << 24;  // long enough for the kernel to still run at issue
+  spawn_ranks(4, [&](RankContext& ctx) {
+    const float r = static_cast<float>(ctx.rank);
+    Tensor buffer = testing::filled(n, DType::f32, kGpu, [&](int64_t) { return r + 1; });
+    for (int i = 0; i < 4; ++i) ops::scale(buffer, 2.0f);  // queued, not waited for
+    ctx.world.all_reduce(buffer, ReduceOp::sum)->wait();
+    testing::expect_values(buffer, [](int64_t) { return 16.0f * (1 + 2 + 3 + 4); }, "all_reduce");
+
+    Tensor gathered = Tensor::empty({4 * n}, DType::f32, kGpu);
+    ops::scale(buffer, 0.5f);
+    ctx.world.all_gather_into(gathered, buffer)->wait();
+    testing::expect_values(gathered, [](int64_t) { return 8.0f * 10; }, "all_gather");
+  });
+}
+
+TEST(CudaLocalBackend, HostAndDeviceBuffersDoNotMixInOneCollective) {
+  MT_REQUIRE_GPU();
+  testing::expect_error<CommError>(
+      [] {
+        spawn_ranks(2, [](RankContext& ctx) {
+          Tensor buffer = Tensor::zeros({16}, DType::f32, ctx.rank == 0 ? Device::cpu() : kGpu);
+          ctx.world.all_reduce(buffer, ReduceOp::sum)->wait();
+        });
+      },
+      "collective mismatch", "in CUDA memory");
+}
+
+}  // namespace
+}  // namespace meshtrain
