@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/device_block_cache.h"
 #include "core/error.h"
 #include "meshtrain/config.h"
 
@@ -86,6 +87,96 @@ void check_cuda(cudaError_t status, const char* what) {
     throw Error(detail::concat(what, " failed: ", cudaGetErrorString(status)));
 }
 void set_device(Device device) { check_cuda(cudaSetDevice(device.index), "cudaSetDevice"); }
+
+// Makes a device current for a scope: the cache's raw operations run on whichever thread needs
+// them, and that thread keeps its own current device.
+class CurrentDeviceGuard {
+ public:
+  explicit CurrentDeviceGuard(int index) {
+    check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (previous_ != index) check_cuda(cudaSetDevice(index), "cudaSetDevice");
+  }
+  ~CurrentDeviceGuard() { cudaSetDevice(previous_); }  // errors ignored: never throws
+  CurrentDeviceGuard(const CurrentDeviceGuard&) = delete;
+  CurrentDeviceGuard& operator=(const CurrentDeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+class CudaRawMemory final : public RawDeviceMemory {
+ public:
+  explicit CudaRawMemory(int index) : index_(index) {}
+
+  void* allocate(size_t bytes) override {
+    CurrentDeviceGuard on_device(index_);
+    void* ptr = nullptr;
+    const cudaError_t status = cudaMalloc(&ptr, bytes);
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // clears it: a later launch check would report it as its own
+      return nullptr;
+    }
+    check_cuda(status, "cudaMalloc");
+    return ptr;
+  }
+  // Unified addressing: cudaFree finds the pointer's device itself. Errors are ignored (the
+  // runtime may already be torn down at process exit).
+  void free(void* ptr) noexcept override { cudaFree(ptr); }
+  void synchronize_calling_stream() override {
+    CurrentDeviceGuard on_device(index_);
+    check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize");
+  }
+  void synchronize_device() override {
+    CurrentDeviceGuard on_device(index_);
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  }
+
+ private:
+  const int index_;
+};
+
+// One cache per visible device, made at first use and never destroyed: tensors may be freed
+// during static destruction, after any destructor of this file would have run.
+DeviceBlockCache& cuda_block_cache(Device device) {
+  static const auto* caches = [] {
+    auto* made = new std::vector<DeviceBlockCache*>;
+    for (int i = 0; i < cuda_device_count(); ++i)
+      made->push_back(new DeviceBlockCache(Device::cuda(i), std::make_unique<CudaRawMemory>(i)));
+    return made;
+  }();
+  MT_CHECK(device.is_cuda() && device.index >= 0 &&
+               static_cast<size_t>(device.index) < caches->size(),
+           "expected a visible CUDA device, got ", to_string(device), " (", caches->size(),
+           " CUDA devices visible)");
+  return *(*caches)[device.index];
+}
+
+// The calling thread's pool in each device cache it has allocated from. When the thread exits
+// its pools close: their free blocks go back to CUDA, and blocks still held go back when freed.
+class ThreadPools {
+ public:
+  ThreadPools() = default;
+  ~ThreadPools() {
+    for (auto& [cache, pool] : pools_) cache->close_pool(pool);
+  }
+  ThreadPools(const ThreadPools&) = delete;
+  ThreadPools& operator=(const ThreadPools&) = delete;
+
+  DeviceBlockCache::PoolId pool_in(DeviceBlockCache& cache) {
+    for (auto& [known, pool] : pools_)
+      if (known == &cache) return pool;
+    pools_.emplace_back(&cache, cache.open_pool());
+    return pools_.back().second;
+  }
+
+ private:
+  std::vector<std::pair<DeviceBlockCache*, DeviceBlockCache::PoolId>> pools_;
+};
+
+ThreadPools& this_thread_pools() {
+  thread_local ThreadPools pools;
+  return pools;
+}
 #else
 [[noreturn]] void no_cuda(const char* what) {
   throw NotSupported(detail::concat(what, ": this build of meshtrain has no CUDA support"));
@@ -104,10 +195,9 @@ void* device_alloc(Device device, size_t bytes) {
     return ptr;
   }
 #if MESHTRAIN_HAS_CUDA
-  set_device(device);
-  void* ptr = nullptr;
-  check_cuda(cudaMalloc(&ptr, bytes), "cudaMalloc");
-  return ptr;
+  set_device(device);  // as callers expect: they launch on the device they allocated on
+  DeviceBlockCache& cache = cuda_block_cache(device);
+  return cache.allocate(this_thread_pools().pool_in(cache), bytes);
 #else
   no_cuda("device_alloc");
 #endif
@@ -122,7 +212,7 @@ void device_free(Device device, void* ptr, size_t bytes) {
     return;
   }
 #if MESHTRAIN_HAS_CUDA
-  cudaFree(ptr);  // never throws from a destructor path
+  cuda_block_cache(device).free(ptr);  // throws only for a pointer it never handed out
 #endif
 }
 
@@ -175,6 +265,25 @@ void device_synchronize(Device device) {
   check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize");
 #else
   no_cuda("device_synchronize");
+#endif
+}
+
+DeviceCacheStats device_cache_stats(Device device) {
+  MT_CHECK(device.is_cuda(), "device_cache_stats: expected a CUDA device, got ", to_string(device),
+           " (host memory has no device cache)");
+#if MESHTRAIN_HAS_CUDA
+  return cuda_block_cache(device).stats();
+#else
+  no_cuda("device_cache_stats");
+#endif
+}
+
+void release_cached_device_memory(Device device) {
+  if (device.is_cpu()) return;
+#if MESHTRAIN_HAS_CUDA
+  cuda_block_cache(device).release_cached();
+#else
+  no_cuda("release_cached_device_memory");
 #endif
 }
 

@@ -19,4 +19,27 @@ int cuda_device_count();
 // Blocks the host until all work on the calling thread's CUDA stream is done (no-op on CPU).
 void device_synchronize(Device device);
 
+// CUDA memory comes from a caching allocator (core/device_block_cache.h): a freed block is kept
+// in the pool of the thread that allocated it and handed out again by that thread only, so its
+// reuse is ordered after the earlier work on that thread's stream (cudaStreamPerThread).
+// Contract, as PyTorch's record_stream: a block used on a stream other than its allocating
+// thread's must be synchronised with that stream (or the other stream synchronised on the host)
+// before it is freed. device_free makes no CUDA call, from whichever thread it runs, unless the
+// allocating thread has exited (then the block goes back to cudaFree).
+struct DeviceCacheStats {
+  size_t reserved_bytes = 0;       // held from cudaMalloc: in use plus cached
+  size_t peak_reserved_bytes = 0;  // since the process started
+  size_t in_use_bytes = 0;         // blocks held by tensors (rounded block sizes)
+  size_t cached_bytes = 0;         // free blocks kept for reuse
+  size_t malloc_calls = 0;         // cudaMalloc calls that returned memory
+  size_t free_calls = 0;           // cudaFree calls
+  size_t oom_retries = 0;          // out-of-memory errors answered by emptying the cache
+};
+// The caching allocator's figures for one CUDA device, all threads together. Tensors' per-rank
+// accounting is MemoryTracker's (core/memory.h).
+DeviceCacheStats device_cache_stats(Device device);
+// Synchronises the device and returns every cached free block of every thread to CUDA (no-op on
+// CPU).
+void release_cached_device_memory(Device device);
+
 }  // namespace meshtrain
