@@ -30,6 +30,7 @@ class GPT2 : public Model {
   explicit GPT2(const GPT2Config& config, const GPT2Options& options = {});
 
   const GPT2Config& config() const { return config_; }
+  Device device() const { return device_; }  // where its tensors live
   std::vector<Parameter*> parameters() override;  // wte, wpe, h.0.*, ..., ln_f.*
   std::vector<Layer*> layers() override;
   // "root" = {embedding, head} (they share wte), then "h.0" ... "h.{L-1}".

@@ -21,6 +21,7 @@ struct TrainFlags {
   std::string model;  // empty: "demo", or the model of the checkpoint resumed from
   int64_t vocab = 0, ctx = 0, dim = 0, layers = 0, heads = 0;  // 0: from the preset or file
   std::string backend = "local";
+  std::string device = "cpu";
   std::string mesh;
 };
 
@@ -91,6 +92,9 @@ void apply(TrainFlags& f) {
     apply_sizes(f, c.model);
   }
   c.backend = parse_backend(f.backend);
+  MT_CHECK(f.device == "cpu" || f.device == "cuda", "--device: expected cpu or cuda, got '",
+           f.device, "'");
+  c.device = f.device == "cuda" ? DeviceKind::cuda : DeviceKind::cpu;
   check_launcher(c);
   if (!f.mesh.empty()) c.mesh = parse_mesh_spec(f.mesh);
 }
@@ -177,6 +181,9 @@ void add_train_command(CLI::App& app) {
                   "CPU threads per rank (default: this machine's CPUs split among its ranks)")
       ->check(positive);
   cmd->add_option("--backend", f->backend, "local, mpi or nccl")->capture_default_str();
+  cmd->add_option("--device", f->device,
+                  "cpu, or cuda: every rank's state on a GPU (local ranks share the GPUs)")
+      ->capture_default_str();
   cmd->add_option("--mesh", f->mesh,
                   "mesh axes in the order pp, dp_replicate, dp_shard, tp, e.g. "
                   "dp_replicate=2,dp_shard=2,tp=2 (default: dp_shard=world)");

@@ -52,7 +52,8 @@ void TrainReporter::start(const std::string& mesh, const std::string& plan, int6
        << " parameters) on " << config_.world << " rank" << (config_.world > 1 ? "s" : "")
        << " of the " << backend_name(config_.backend) << " backend, "
        << config_.threads_per_rank() << " CPU thread" << (config_.threads_per_rank() > 1 ? "s" : "")
-       << " per rank\n"
+       << " per rank" << (config_.device == DeviceKind::cuda ? ", state on CUDA GPUs" : "")
+       << "\n"
        << "          mesh " << mesh << ", plan " << plan;
   for (const auto& [plugin, options] : config_.strategies)
     for (const auto& [key, value] : options) out_ << ", " << plugin << " " << key << "=" << value;

@@ -7,9 +7,11 @@
 
 #include "apps/train/launcher.h"
 #include "apps/train/run_estimate.h"
+#include "core/device_memory.h"
 #include "core/error.h"
 #include "core/ops/cpu/cpu_threads.h"
 #include "mesh/axis_names.h"
+#include "meshtrain/config.h"
 #include "plugins/builtin_strategies.h"
 
 namespace meshtrain {
@@ -91,6 +93,14 @@ int TrainConfig::threads_per_rank() const {
   return std::max(1, ops::cpu::available_cpus() / std::max(1, sharing));
 }
 
+Device TrainConfig::rank_device(int rank) const {
+  if (device == DeviceKind::cpu) return Device::cpu();
+  const int gpus = cuda_device_count();
+  MT_CHECK(gpus > 0, "--device cuda: no CUDA device is visible",
+           config::has_cuda ? "" : " (this build of meshtrain has no CUDA support)");
+  return Device::cuda(rank % gpus);
+}
+
 void TrainConfig::validate() const {
   model.validate();
   lr.validate();
@@ -129,7 +139,13 @@ void TrainConfig::validate() const {
   const int64_t tp = layout.has_axis(mesh_axis::tp) ? layout.axis_size(mesh_axis::tp) : 1;
   MT_CHECK_EQ(model.heads % tp, 0, "--heads (", model.heads,
               ") must divide by tp: tensor parallelism splits attention heads over tp");
-  const double per_rank = estimate_rank_bytes(*this), machine = machine_memory_bytes();
+  MT_CHECK(device == DeviceKind::cpu || backend == BackendKind::local, "--device cuda runs on "
+           "the local backend (ranks as threads sharing the GPUs); --backend ",
+           backend_name(backend), " moves host buffers");
+  if (device == DeviceKind::cuda) rank_device(0);  // a GPU is there
+  // Host memory bounds a host run; a GPU run keeps its state on the GPUs.
+  const double per_rank = estimate_rank_bytes(*this);
+  const double machine = device == DeviceKind::cpu ? machine_memory_bytes() : 0.0;
   const double ranks_here = backend == BackendKind::local ? world : 1;
   MT_CHECK(machine == 0.0 || per_rank * ranks_here <= machine, "the run needs at least ",
            static_cast<int64_t>(per_rank * ranks_here / (1 << 20)), " MiB (",

@@ -55,6 +55,10 @@ struct TrainConfig {
   // CPU threads of each rank (its kernels, OpenBLAS and oneDNN); 0: the CPUs this process may use
   // split evenly among the ranks that share them (threads_per_rank()).
   int threads = 0;
+  // Where each rank keeps its parameters, gradients, activations and optimizer state: the host,
+  // or CUDA GPUs. Local ranks share the visible GPUs round robin (rank r on cuda:(r mod GPUs)),
+  // so one GPU can hold a whole simulated mesh.
+  DeviceKind device = DeviceKind::cpu;
   MeshLayout mesh;  // default: dp_shard over the whole world
   // Options of each plugin by name ("fsdp": mode, prefetch, ...; "tp": sequence_parallel), as
   // the strategy registry reads them (plugins/builtin_strategies.h); unset options take the
@@ -68,6 +72,8 @@ struct TrainConfig {
   // --threads, or the CPUs this process may use / the ranks sharing this machine (at least 1): local ranks are
   // threads of this process, mpirun's are processes of this machine.
   int threads_per_rank() const;
+  // The device of world rank `rank` (InvalidArgument when --device cuda finds no GPU).
+  Device rank_device(int rank) const;
   // Sets one plugin option: config.set("fsdp", "mode", "hybrid").
   TrainConfig& set(const std::string& plugin, const std::string& key, const std::string& value);
   // InvalidArgument naming the flag and what was expected: every size in range before anything is

@@ -8,6 +8,7 @@
 
 #include "core/comm/gather_values.h"
 #include "checkpoint/durable_files.h"
+#include "core/device_memory.h"
 #include "core/error.h"
 #include "core/trace/recorder.h"
 #include "models/checkpoint.h"
@@ -72,7 +73,9 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
 
   // Sharded initialisation: the model has no tensors, and each rank fills only its own pieces,
   // from a checkpoint, a safetensors file or the seed.
-  model_ = std::make_unique<GPT2>(config_.model, GPT2Options{.materialize = false});
+  model_ = std::make_unique<GPT2>(
+      config_.model,
+      GPT2Options{.device = config_.rank_device(world_.rank()), .materialize = false});
   std::unique_ptr<CheckpointReader> checkpoint;
   std::unique_ptr<ParameterSource> values;
   if (!config_.resume_dir.empty()) {
@@ -149,11 +152,12 @@ StepMetrics Trainer::step() {
   const float lr = config_.lr.at(step_);
   optimizer_.step(slots, lr);
   state.zero_grad();
+  device_synchronize(model_->device());  // a GPU step ends when its queued kernels have run
   update_span.reset();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
   // Reduce the step's figures over ranks (on the world communicator, outside the counted groups).
-  const MemoryStats mem = memory_.stats(DeviceKind::cpu);
+  const MemoryStats mem = memory_.stats(config_.device);
   const uint64_t sharded = mem[MemoryCategory::param].current + mem[MemoryCategory::grad].current +
                            mem[MemoryCategory::optimizer].current;
   const std::vector<uint64_t> mine = {strategy_bytes_sent() - bytes_before,

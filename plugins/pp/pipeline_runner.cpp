@@ -99,7 +99,8 @@ PipelineTiming& PipelineTiming::operator+=(const PipelineTiming& other) {
 
 Tensor PipelineRunner::boundary_buffer(const MicroBatch& mb) {
   MemoryCategoryScope scope(MemoryCategory::activation);
-  return Tensor::empty(engine_.model().activation_shape(mb), activation_dtype_);
+  return Tensor::empty(engine_.model().activation_shape(mb), activation_dtype_,
+                       activation_device_);
 }
 
 PipelineRunner::PipelineRunner(Engine& engine, TrainableState& state, DeviceMesh& mesh,
@@ -108,7 +109,8 @@ PipelineRunner::PipelineRunner(Engine& engine, TrainableState& state, DeviceMesh
       state_(state),
       pp_(mesh.comm(mesh_axis::pp)),
       placement_(std::move(placement)),
-      activation_dtype_(activation_dtype) {}
+      activation_dtype_(activation_dtype),
+      activation_device_(engine.model().parameters().front()->device()) {}
 
 const Schedule& PipelineRunner::schedule(int micro_batches) {
   auto it = schedules_.find(micro_batches);

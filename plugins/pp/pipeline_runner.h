@@ -48,6 +48,7 @@ struct PipelineTiming {
 class PipelineRunner : public StepRunner {
  public:
   // activation_dtype: the dtype of the hidden state passed between stages (what layers compute in).
+  // It lives on the device of the model's parameters.
   PipelineRunner(Engine& engine, TrainableState& state, DeviceMesh& mesh,
                  PipelinePlacement placement, DType activation_dtype = DType::f32);
 
@@ -66,6 +67,7 @@ class PipelineRunner : public StepRunner {
   Communicator& pp_;
   PipelinePlacement placement_;
   DType activation_dtype_;
+  Device activation_device_;
   std::map<int, Schedule> schedules_;
   PipelineTiming timing_;
 };

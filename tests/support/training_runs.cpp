@@ -142,12 +142,14 @@ const RunResult& uneven_reference(float clip) {
   return it->second;
 }
 
-void expect_same_run(const RunResult& got, const RunResult& want) {
+void expect_same_run(const RunResult& got, const RunResult& want, double tolerance) {
   ASSERT_EQ(got.losses.size(), want.losses.size());
   ASSERT_EQ(got.grad_norms.size(), want.grad_norms.size());
   for (size_t s = 0; s < want.losses.size(); ++s) {
-    EXPECT_NEAR(got.losses[s], want.losses[s], 1e-5 * std::abs(want.losses[s])) << "step " << s;
-    EXPECT_NEAR(got.grad_norms[s], want.grad_norms[s], 1e-5 * want.grad_norms[s]) << "step " << s;
+    EXPECT_NEAR(got.losses[s], want.losses[s], tolerance * std::abs(want.losses[s]))
+        << "step " << s;
+    EXPECT_NEAR(got.grad_norms[s], want.grad_norms[s], tolerance * want.grad_norms[s])
+        << "step " << s;
   }
   EXPECT_LT(want.losses.back(), want.losses.front()) << "the run must train for the test to mean much";
 
@@ -163,7 +165,7 @@ void expect_same_run(const RunResult& got, const RunResult& want) {
         worst = std::abs(it->second[i] - values[i]);
         at = i;
       }
-    EXPECT_LE(worst, 1e-5f) << name << " element " << at << ": " << it->second[at] << " vs "
+    EXPECT_LE(worst, tolerance) << name << " element " << at << ": " << it->second[at] << " vs "
                             << values[at];
   }
 }

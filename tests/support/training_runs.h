@@ -46,8 +46,9 @@ TrainConfig uneven_config();
 // The single-rank run of uneven_config() with clipping at `clip` (0: off), computed once.
 const RunResult& uneven_reference(float clip);
 
-// Each step's loss and gradient norm within 1e-5 relative, the final parameters within 1e-5.
-void expect_same_run(const RunResult& got, const RunResult& want);
+// Each step's loss and gradient norm within `tolerance` relative, the final parameters within
+// `tolerance` absolute.
+void expect_same_run(const RunResult& got, const RunResult& want, double tolerance = 1e-5);
 
 // Runs `body` on every rank with a Trainer built from config (for tests that inspect one rank).
 void with_trainers(const TrainConfig& config,
