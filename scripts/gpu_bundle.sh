@@ -11,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The GPU programs to bundle (CMake target names): adding one is adding its name here.
-targets=(cuda_ops_test device_cache_test comm_cuda_test comm_nccl_test gpu_training_test)
+targets=(cuda_ops_test device_cache_test comm_cuda_test comm_nccl_test gpu_training_test
+         gpu_train_bench)
 
 build=${MESHTRAIN_GPU_BUILD:-build-gpu}
 jobs=${MESHTRAIN_JOBS:-2}

@@ -15,10 +15,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-/tmp/meshtrain-gpu-out}
 archive=${MESHTRAIN_GPU_BUNDLE:-gpu-bundle/meshtrain-gpu.tar.xz}
-total_s=${MESHTRAIN_GPU_TOTAL_S:-360}   # for all programs: under the timeout_s in docs/gpu.md
+total_s=${MESHTRAIN_GPU_TOTAL_S:-420}   # for all programs: under the timeout_s in docs/gpu.md
 default_s=240                           # per program, unless named here:
-declare -A budget_s=([cuda_ops_test]=120 [device_cache_test]=30 [comm_cuda_test]=60
-                     [comm_nccl_test]=60 [gpu_training_test]=180)
+declare -A budget_s=([cuda_ops_test]=90 [device_cache_test]=20 [comm_cuda_test]=60
+                     [comm_nccl_test]=45 [gpu_training_test]=120 [gpu_train_bench]=120)
 declare -A args=()                      # extra arguments per program, e.g. a benchmark's filter
 mkdir -p "$out"
 summary=$out/summary.txt log=$out/tests.log env=$out/env.txt

@@ -33,6 +33,14 @@ bool take_flag(const char* arg, const char* name, int64_t& value) {
   return true;
 }
 
+bool take_device(const char* arg, DeviceKind& device) {
+  if (std::strncmp(arg, "--device=", 9) != 0) return false;
+  const std::string_view value = arg + 9;
+  MT_CHECK(value == "cpu" || value == "cuda", "--device: expected cpu or cuda, got '", value, "'");
+  device = value == "cuda" ? DeviceKind::cuda : DeviceKind::cpu;
+  return true;
+}
+
 }  // namespace
 
 void parse_settings(int& argc, char** argv, BenchSettings& settings) {
@@ -40,7 +48,8 @@ void parse_settings(int& argc, char** argv, BenchSettings& settings) {
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
-    const bool mine = take_flag(a, "world", world) || take_flag(a, "dim", settings.dim) ||
+    const bool mine = take_flag(a, "world", world) || take_flag(a, "vocab", settings.vocab) ||
+                      take_device(a, settings.device) || take_flag(a, "dim", settings.dim) ||
                       take_flag(a, "layers", settings.layers) ||
                       take_flag(a, "heads", settings.heads) || take_flag(a, "seq", settings.seq) ||
                       take_flag(a, "batch", settings.batch) || take_flag(a, "warmup", warmup) ||
@@ -56,8 +65,9 @@ void parse_settings(int& argc, char** argv, BenchSettings& settings) {
 TrainConfig make_train_config(const BenchSettings& settings, const ModeSpec& spec,
                               const std::string& data_path) {
   TrainConfig config;
-  config.model = GPT2Config{.vocab = 256, .ctx = settings.seq, .dim = settings.dim,
+  config.model = GPT2Config{.vocab = settings.vocab, .ctx = settings.seq, .dim = settings.dim,
                             .layers = settings.layers, .heads = settings.heads};
+  config.device = settings.device;
   config.data_path = data_path;
   config.steps = settings.warmup + settings.steps;
   config.batch = settings.batch;

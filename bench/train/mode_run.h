@@ -25,6 +25,8 @@ double process_cpu_seconds();
 
 struct BenchSettings {
   int world = 4;
+  int64_t vocab = 256;  // byte-level by default; GPT-2's 50257 for the GPU benchmark
+  DeviceKind device = DeviceKind::cpu;
   int64_t dim = 512;
   int64_t layers = 6;
   int64_t heads = 8;
@@ -53,8 +55,9 @@ struct ModeResult {
   double final_loss = 0.0;       // equal across modes up to rounding: a correctness sanity check
 };
 
-// Consumes --world --dim --layers --heads --seq --batch --warmup --steps (as --name=value) into
-// `settings`; every other argument is left in argv for Google Benchmark.
+// Consumes --world --vocab --dim --layers --heads --seq --batch --warmup --steps and
+// --device=cpu|cuda (as --name=value) into `settings`; every other argument is left in argv for
+// Google Benchmark.
 void parse_settings(int& argc, char** argv, BenchSettings& settings);
 
 TrainConfig make_train_config(const BenchSettings& settings, const ModeSpec& spec,

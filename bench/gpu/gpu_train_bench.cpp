@@ -1,0 +1,121 @@
+// GPU training benchmark, in one run:
+//   1. GPT-2 124M (V=50257, T=1024, d=768, 12 blocks of 12 heads) on one GPU, f32 and bf16
+//      compute (FSDP param_dtype), reporting tokens/s, achieved model FLOP/s and MFU against the
+//      H100/H200 dense bf16 peak of 989 TFLOP/s. FLOPs per step: 6 N tokens for the weights
+//      (N without the position table) plus 12 B L T^2 d for attention's two products over the
+//      full T x T (apps/train/trace_output.h, model_flops_per_step), as llm.c and nanoGPT count.
+//   2. The same model at W ranks sharing the GPU (the local backend over device memory): FSDP
+//      full against none (unsharded, DDP), bf16, reporting the step-time ratio and the exposed
+//      communication per step.
+//
+//   gpu_train_bench [--batch=8] [--world=4] [--warmup=2] [--steps=5] [--seq=1024] [--dim=768]
+//                   [--layers=12] [--heads=12] [--vocab=50257] [--device=cuda]
+//                   [--benchmark_filter=...]
+// (--device=cpu with a small model runs the same harness on the host, as a check of the program.)
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "apps/train/trace_output.h"
+#include "bench/train/mode_run.h"
+#include "bench/train/token_corpus.h"
+#include "core/device_memory.h"
+
+namespace meshtrain::bench {
+namespace {
+
+constexpr double kBf16PeakFlops = 989e12;  // H100/H200 SXM dense bf16 with fp32 accumulation
+
+BenchSettings g_single;  // one rank
+BenchSettings g_sharded;  // W ranks on the same GPU
+std::string g_data_path;
+ModeBoard g_precision("f32");
+ModeBoard g_fsdp("none");
+
+std::map<std::string, StrategyOptions> fsdp(const char* mode, const char* param_dtype) {
+  return {{"fsdp", {{"mode", mode}, {"param_dtype", param_dtype}}}};
+}
+
+double flops_per_step(const BenchSettings& s) {
+  const GPT2Config model{s.vocab, s.seq, s.dim, s.layers, s.heads};
+  return model_flops_per_step(model, s.batch, s.seq);
+}
+
+void print_tables() {
+  const double flops = flops_per_step(g_single);
+  std::printf("\none GPU, %.3g model FLOP per step\n%-6s %10s %9s %10s %8s %14s\n", flops, "dtype",
+              "tok/s", "step ms", "TFLOP/s", "MFU", "peak MiB");
+  for (const std::string& name : g_precision.order) {
+    const ModeResult& r = g_precision.results.at(name);
+    const double achieved = flops / r.step_s;
+    std::printf("%-6s %10.0f %9.1f %10.1f %7.1f%% %14.0f\n", name.c_str(), r.tokens_per_s,
+                r.step_s * 1e3, achieved / 1e12, 100.0 * achieved / kBf16PeakFlops,
+                r.peak_mem_bytes / kMiB);
+  }
+  const ModeResult* none = g_fsdp.base();
+  std::printf("\nW=%d ranks on one GPU, bf16\n%-6s %10s %9s %9s %12s %14s %16s\n", g_sharded.world,
+              "mode", "tok/s", "step ms", "vs none", "exposed ms", "peak MiB/rank",
+              "sharded MiB/rank");
+  for (const std::string& name : g_fsdp.order) {
+    const ModeResult& r = g_fsdp.results.at(name);
+    char ratio[16] = "-";
+    if (none) std::snprintf(ratio, sizeof ratio, "%.3f", r.step_s / none->step_s);
+    std::printf("%-6s %10.0f %9.1f %9s %12.1f %14.0f %16.0f\n", name.c_str(), r.tokens_per_s,
+                r.step_s * 1e3, ratio, r.exposed_comm_s * 1e3, r.peak_mem_bytes / kMiB,
+                r.sharded_state_bytes / kMiB);
+  }
+}
+
+void register_mode(const BenchSettings& settings, ModeSpec spec, ModeBoard& board,
+                   const std::string& prefix) {
+  register_run(prefix + spec.name, [&settings, &board, spec](benchmark::State& state) {
+    bench_mode(state, settings, spec, g_data_path, board);
+  });
+}
+
+}  // namespace
+}  // namespace meshtrain::bench
+
+int main(int argc, char** argv) {
+  using namespace meshtrain;
+  using namespace meshtrain::bench;
+  BenchSettings s;
+  s.vocab = 50257;
+  s.seq = 1024;
+  s.dim = 768;
+  s.layers = 12;
+  s.heads = 12;
+  s.batch = 8;
+  s.device = DeviceKind::cuda;
+  parse_settings(argc, argv, s);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (s.device == DeviceKind::cuda && cuda_device_count() == 0) {
+    std::fprintf(stderr, "gpu_train_bench: no CUDA device is visible\n");
+    return 1;
+  }
+  g_single = s;
+  g_single.world = 1;
+  g_sharded = s;
+
+  TokenCorpus corpus(s.batch * (s.seq + 1) * 4);
+  g_data_path = corpus.path();
+  const GPT2Config model{s.vocab, s.seq, s.dim, s.layers, s.heads};
+  std::printf("gpu_train_bench: GPT-2 %s (%.1fM params), batch %lld x seq %lld, %d warm-up + %d "
+              "measured steps\n",
+              model.describe().c_str(), model.num_parameters() / 1e6,
+              static_cast<long long>(s.batch), static_cast<long long>(s.seq), s.warmup, s.steps);
+
+  const MeshLayout one({{"dp_shard", 1}});
+  const MeshLayout shared({{"dp_shard", s.world}});
+  register_mode(g_single, {"f32", one, fsdp("none", "f32")}, g_precision, "one_gpu/");
+  register_mode(g_single, {"bf16", one, fsdp("none", "bf16")}, g_precision, "one_gpu/");
+  register_mode(g_sharded, {"none", shared, fsdp("none", "bf16")}, g_fsdp, "shared_gpu/");
+  register_mode(g_sharded, {"full", shared, fsdp("full", "bf16")}, g_fsdp, "shared_gpu/");
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  print_tables();
+  return 0;
+}
