@@ -55,9 +55,9 @@ constexpr PluginFlag kPluginFlags[] = {
 void check_launcher(const TrainConfig& c) {
   const std::optional<int> processes = mpirun_processes();
   if (!processes || *processes <= 1) return;
-  MT_CHECK(c.backend == BackendKind::mpi, "running under mpirun with ", *processes,
-           " processes but --backend ", backend_name(c.backend),
-           ": every process would train a job of its own; pass --backend mpi --world ",
+  MT_CHECK(c.backend != BackendKind::local, "running under mpirun with ", *processes,
+           " processes but --backend local: every process would train a job of its own; pass "
+           "--backend mpi (or nccl with --device cuda) --world ",
            *processes);
 }
 
@@ -195,6 +195,10 @@ void add_train_command(CLI::App& app) {
       "--sequence-parallel",
       [f](int64_t) { f->config.set("tp", "sequence_parallel", "true"); },
       "tensor parallelism with sequence parallelism (Korthikanti et al. 2022)");
+  cmd->add_flag_function(
+      "--offload", [f](int64_t) { f->config.set("fsdp", "offload", "true"); },
+      "FSDP CPU offload: master shards, gradient shards and AdamW state in host memory, the "
+      "optimizer step on the CPU (FSDP2's CPUOffloadPolicy)");
   cmd->add_option("--sample", c.sample_bytes, "bytes of text to sample at the end (0: none)")
       ->capture_default_str();
   cmd->add_flag("--quiet", c.quiet, "print nothing but errors");

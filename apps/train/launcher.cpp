@@ -19,5 +19,8 @@ std::optional<int> mpirun_rank() { return first_integer("OMPI_COMM_WORLD_RANK", 
 std::optional<int> mpirun_local_processes() {
   return first_integer("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS");
 }
+std::optional<int> mpirun_local_rank() {
+  return first_integer("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID");
+}
 
 }  // namespace meshtrain

@@ -9,8 +9,10 @@ namespace meshtrain {
 // The job's process count and this process's rank (nullopt outside an mpirun job).
 std::optional<int> mpirun_processes();
 std::optional<int> mpirun_rank();
-// How many of the job's processes run on this machine (nullopt outside an mpirun job).
+// How many of the job's processes run on this machine, and which of them this one is (nullopt
+// outside an mpirun job).
 std::optional<int> mpirun_local_processes();
+std::optional<int> mpirun_local_rank();
 
 
 }  // namespace meshtrain

@@ -1,6 +1,9 @@
 #include "apps/train/run_training.h"
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -18,6 +21,11 @@
 
 #if MESHTRAIN_HAS_MPI
 #include "core/comm/mpi/mpi_world.h"
+#endif
+#if MESHTRAIN_HAS_NCCL
+#include "apps/train/launcher.h"
+#include "core/comm/nccl/nccl_world.h"
+#include "core/comm/store.h"
 #endif
 
 namespace meshtrain {
@@ -149,10 +157,36 @@ std::vector<StepMetrics> run_training(const TrainConfig& config, std::ostream& o
       throw NotSupported("--backend mpi: this build of meshtrain has no MPI support");
 #endif
     }
-    case BackendKind::nccl:
-      throw NotSupported(
-          "--backend nccl: training on GPUs is not wired into the trainer yet; the nccl "
-          "communicator itself is available to C++ programs (core/comm/nccl)");
+    case BackendKind::nccl: {
+#if MESHTRAIN_HAS_NCCL
+      // One process per GPU: alone, or one of mpirun's (which only starts the processes here;
+      // they meet through a file store in a directory they share).
+      const int rank = mpirun_rank().value_or(0), processes = mpirun_processes().value_or(1);
+      MT_CHECK_EQ(processes, config.world,
+                  "--world must match the number of processes (mpirun -np) on the nccl backend");
+      const char* shared = std::getenv("MESHTRAIN_STORE");
+      MT_CHECK(shared || processes == 1, "--backend nccl with ", processes,
+               " processes: set MESHTRAIN_STORE to a new, empty directory every process can "
+               "reach (the processes exchange NCCL's id through it)");
+      const std::filesystem::path store_dir =
+          shared ? std::filesystem::path(shared)
+                 : std::filesystem::temp_directory_path() /
+                       ("meshtrain-nccl-" + std::to_string(::getpid()));
+      FileStore store(store_dir);
+      MemoryTracker memory;  // outlives the communicator and every tensor it may hold
+      MemoryScope scope(&memory);
+      const Device device = config.rank_device(mpirun_local_rank().value_or(0));
+      std::unique_ptr<Communicator> world =
+          nccl_world(store, rank, processes, device.index, comm_options(config));
+      std::optional<TrainReporter> reporter;
+      if (rank == 0) reporter.emplace(config, out, interactive);
+      auto steps = train_rank(config, *world, memory, reporter ? &*reporter : nullptr, fault);
+      if (!shared) std::filesystem::remove_all(store_dir);
+      return rank == 0 ? steps : std::vector<StepMetrics>{};
+#else
+      throw NotSupported("--backend nccl: this build of meshtrain has no NCCL support");
+#endif
+    }
   }
   throw InvalidArgument("unknown backend");
 }

@@ -139,9 +139,11 @@ void TrainConfig::validate() const {
   const int64_t tp = layout.has_axis(mesh_axis::tp) ? layout.axis_size(mesh_axis::tp) : 1;
   MT_CHECK_EQ(model.heads % tp, 0, "--heads (", model.heads,
               ") must divide by tp: tensor parallelism splits attention heads over tp");
-  MT_CHECK(device == DeviceKind::cpu || backend == BackendKind::local, "--device cuda runs on "
-           "the local backend (ranks as threads sharing the GPUs); --backend ",
-           backend_name(backend), " moves host buffers");
+  MT_CHECK(device == DeviceKind::cpu || backend != BackendKind::mpi,
+           "--device cuda runs on the local backend (ranks as threads sharing the GPUs) or the "
+           "nccl backend (a process per GPU); --backend mpi moves host buffers");
+  MT_CHECK(backend != BackendKind::nccl || device == DeviceKind::cuda,
+           "--backend nccl moves GPU buffers: add --device cuda");
   if (device == DeviceKind::cuda) rank_device(0);  // a GPU is there
   // Host memory bounds a host run; a GPU run keeps its state on the GPUs.
   const double per_rank = estimate_rank_bytes(*this);

@@ -72,7 +72,7 @@ struct TrainConfig {
   // --threads, or the CPUs this process may use / the ranks sharing this machine (at least 1): local ranks are
   // threads of this process, mpirun's are processes of this machine.
   int threads_per_rank() const;
-  // The device of world rank `rank` (InvalidArgument when --device cuda finds no GPU).
+  // The device of rank `rank` of this machine (InvalidArgument when --device cuda finds no GPU).
   Device rank_device(int rank) const;
   // Sets one plugin option: config.set("fsdp", "mode", "hybrid").
   TrainConfig& set(const std::string& plugin, const std::string& key, const std::string& value);

@@ -53,6 +53,12 @@ void build_plan(ParallelPlan& plan, const MeshLayout& layout, const TrainConfig&
   }
 }
 
+// A GPU backend's world is bound to its rank's GPU; local ranks share the GPUs round robin.
+Device rank_device(const TrainConfig& config, const Communicator& world) {
+  const Device bound = world.exchange_device();
+  return bound.is_cuda() ? bound : config.rank_device(world.rank());
+}
+
 template <typename T>
 T max_of(const std::vector<T>& values) {
   return *std::max_element(values.begin(), values.end());
@@ -75,7 +81,7 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
   // from a checkpoint, a safetensors file or the seed.
   model_ = std::make_unique<GPT2>(
       config_.model,
-      GPT2Options{.device = config_.rank_device(world_.rank()), .materialize = false});
+      GPT2Options{.device = rank_device(config_, world_), .materialize = false});
   std::unique_ptr<CheckpointReader> checkpoint;
   std::unique_ptr<ParameterSource> values;
   if (!config_.resume_dir.empty()) {

@@ -40,6 +40,10 @@ struct FsdpOptions {
   // Unset: yes for full and hybrid, except under pipeline parallelism, where several micro-batches
   // are in flight between a unit's forward and backward (as torchtitan does).
   std::optional<bool> reshard_after_forward;
+  // CPU offload, as FSDP2's CPUOffloadPolicy: the fp32 master shards, gradient shards and AdamW
+  // state live in host memory and the optimizer steps there; each all-gather copies its shard to
+  // the compute device first, each reduced gradient shard comes back to the host.
+  bool offload = false;
   // The root unit (embeddings and tied head) stays unsharded from forward to backward, as in FSDP2.
   bool reshard_root_after_forward = false;
   // Which layers form one unit; empty: the model's default (GPT-2: the root, then one per block).

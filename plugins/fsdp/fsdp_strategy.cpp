@@ -73,6 +73,7 @@ void FsdpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& a
     config.groups = groups;
     config.param_dtype = options_.param_dtype;
     config.reduce_dtype = options_.reduce_dtype;
+    config.offload = options_.offload;
     // A pipeline schedule interleaves micro-batches (and splits backward): gradients are reduced
     // once, on each unit's last backward of the step, as torchtitan does.
     config.grad_sync = pipelined ? GradSync::last_micro_batch
@@ -119,13 +120,15 @@ void register_fsdp(StrategyRegistry& registry) {
         options.unit_policy = group_units_policy(parse_int_option("fsdp", key, value, 1));
       } else if (key == "reshard_after_forward") {
         options.reshard_after_forward = parse_bool_option("fsdp", key, value);
+      } else if (key == "offload") {
+        options.offload = parse_bool_option("fsdp", key, value);
       } else if (key == "reshard_root") {
         options.reshard_root_after_forward = parse_bool_option("fsdp", key, value);
       } else {
         throw InvalidArgument(detail::concat(
             "unknown fsdp option '", key,
             "'; known: mode, prefetch, param_dtype, reduce_dtype, grad_sync, blocks_per_unit, "
-            "reshard_after_forward, reshard_root"));
+            "reshard_after_forward, reshard_root, offload"));
       }
     }
     return std::make_unique<FsdpStrategy>(options);

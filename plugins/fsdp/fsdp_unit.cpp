@@ -47,18 +47,19 @@ FsdpUnit::FsdpUnit(std::string name, const std::vector<Parameter*>& params,
       layout_(make_unit_shard_layout(params,
                                      config.groups.shard ? config.groups.shard->size() : 1)) {
   MT_CHECK(!params.empty(), "FSDP unit '", name_, "' has no parameters");
-  const Device device = params.front()->device();
+  compute_device_ = params.front()->device();
+  state_device_ = config_.offload ? Device::cpu() : compute_device_;
   bool all_f32 = true;
   for (Parameter* p : params) all_f32 = all_f32 && p->dtype() == DType::f32;
   views_mode_ = shard_size() == 1 && all_f32 && config_.param_dtype == DType::f32 &&
-                config_.reduce_dtype == DType::f32;
+                config_.reduce_dtype == DType::f32 && !config_.offload;
   {
     MemoryCategoryScope scope(MemoryCategory::param);
-    master_ = Tensor::zeros({layout_.shard_numel}, DType::f32, device);
+    master_ = Tensor::zeros({layout_.shard_numel}, DType::f32, state_device_);
   }
   {
     MemoryCategoryScope scope(MemoryCategory::grad);
-    grad_shard_ = Tensor::zeros({layout_.grad_shard_numel}, DType::f32, device);
+    grad_shard_ = Tensor::zeros({layout_.grad_shard_numel}, DType::f32, state_device_);
   }
   for (const ParamShard& s : layout_.params) {
     const Layout layout = shard_layout(s);
@@ -108,14 +109,16 @@ void FsdpUnit::begin_unshard() {
   if (config_.param_dtype == DType::f32) {
     g.input = master_;  // safe: every gather completes before the optimizer writes the master
   } else {
-    g.input = Tensor::empty({layout_.shard_numel}, config_.param_dtype, master_.device());
+    g.input = Tensor::empty({layout_.shard_numel}, config_.param_dtype, state_device_);
     ops::cast(g.input, master_);
   }
+  // Offloaded: the shard travels to the compute device (in param_dtype, the smaller copy).
+  if (config_.offload) g.input = g.input.to(compute_device_);
   if (shard_size() == 1) {
     g.output = g.input;
   } else {
     g.output = Tensor::empty({shard_size() * layout_.shard_numel}, config_.param_dtype,
-                             master_.device());
+                             compute_device_);
     const trace::CommLabel label(name_);  // traced as "all_gather <unit>"
     g.work = config_.groups.shard->all_gather_into(g.output, g.input);
   }
@@ -137,7 +140,7 @@ void FsdpUnit::unshard() {
 
 Tensor FsdpUnit::assemble(const Tensor& gathered, const ParamShard& s, DType dtype) const {
   MemoryCategoryScope scope(MemoryCategory::unsharded_param);
-  Tensor full = Tensor::empty(s.param->shape(), dtype, master_.device());
+  Tensor full = Tensor::empty(s.param->shape(), dtype, compute_device_);
   const Tensor flat = full.flatten();
   for (int r = 0; r < shard_size(); ++r) {
     const ShardRange rows = s.rows_of(r, shard_size());
@@ -168,7 +171,7 @@ void FsdpUnit::prepare_grads() {
                 "the plan");
     if (!trainable) continue;
     if (!full_grads_[i].defined())
-      full_grads_[i] = Tensor::zeros(p.shape(), config_.param_dtype, master_.device());
+      full_grads_[i] = Tensor::zeros(p.shape(), config_.param_dtype, compute_device_);
     p.set_grad(full_grads_[i]);
   }
 }
@@ -187,7 +190,7 @@ void FsdpUnit::reduce_grads(bool last_micro_batch) {
   MemoryCategoryScope scope(MemoryCategory::comm);
   const int64_t segment = layout_.grad_shard_numel;
   Reduction red;
-  red.staging = Tensor::empty({shard_size() * segment}, config_.reduce_dtype, master_.device());
+  red.staging = Tensor::empty({shard_size() * segment}, config_.reduce_dtype, compute_device_);
   for (size_t i = 0; i < layout_.params.size(); ++i) {
     const ParamShard& s = layout_.params[i];
     if (s.grad_offset < 0) continue;
@@ -203,7 +206,7 @@ void FsdpUnit::reduce_grads(bool last_micro_batch) {
   if (shard_size() == 1) {
     red.output = red.staging;
   } else {
-    red.output = Tensor::empty({segment}, config_.reduce_dtype, master_.device());
+    red.output = Tensor::empty({segment}, config_.reduce_dtype, compute_device_);
     const trace::CommLabel label(name_);
     red.scatter = config_.groups.shard->reduce_scatter_into(red.output, red.staging, ReduceOp::sum);
   }
@@ -231,12 +234,14 @@ void FsdpUnit::finish_reduction(bool wait_for_replicas) {
     if (!wait_for_replicas) return;
     wait(red.replicate);
   }
-  if (red.output.dtype() == DType::f32) {
-    ops::axpy(grad_shard_, 1.f, red.output);
+  MemoryCategoryScope scope(MemoryCategory::comm);
+  // Offloaded: the reduced shard comes back to the host, where the optimizer steps.
+  const Tensor reduced = config_.offload ? red.output.to(state_device_) : red.output;
+  if (reduced.dtype() == DType::f32) {
+    ops::axpy(grad_shard_, 1.f, reduced);
   } else {
-    MemoryCategoryScope scope(MemoryCategory::comm);
-    Tensor widened = Tensor::empty({layout_.grad_shard_numel}, DType::f32, master_.device());
-    ops::cast(widened, red.output);
+    Tensor widened = Tensor::empty({layout_.grad_shard_numel}, DType::f32, state_device_);
+    ops::cast(widened, reduced);
     ops::axpy(grad_shard_, 1.f, widened);
   }
   reduction_.reset();

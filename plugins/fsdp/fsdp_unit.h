@@ -1,7 +1,8 @@
 // FsdpUnit: one FSDP unit (a transformer block, or the root) and its explicit state machine.
 //
 // Between uses the unit holds only its flat shard: the fp32 master shard (MemoryCategory::param)
-// and the fp32 gradient shard (MemoryCategory::grad). Around compute it all-gathers the shards,
+// and the fp32 gradient shard (MemoryCategory::grad), on the parameters' device or, offloaded, on
+// the host. Around compute it all-gathers the shards,
 // copies them out into full parameters (MemoryCategory::unsharded_param) and installs them on the
 // Parameter objects; backward accumulates into full gradients (MemoryCategory::unsharded_grad),
 // which are packed rank by rank and reduce-scattered into the gradient shard. Collective staging
@@ -43,6 +44,7 @@ struct FsdpUnitConfig {
   DType reduce_dtype = DType::f32;
   GradSync grad_sync = GradSync::every_micro_batch;
   bool reshard_after_forward = true;
+  bool offload = false;  // shards in host memory (FsdpOptions::offload)
 };
 
 // Where a unit's shards come from: the plan's values, for this rank of this mesh.
@@ -126,6 +128,8 @@ class FsdpUnit {
   bool views_mode_ = false;
   ShardState state_ = ShardState::sharded;
   TrainingPhase phase_ = TrainingPhase::idle;
+  Device compute_device_;  // where full parameters, gradients and collectives live
+  Device state_device_;    // where the shards live: the host when offloaded
   Tensor master_;       // f32 [shard_numel]
   Tensor grad_shard_;   // f32 [grad_shard_numel]
   std::vector<Tensor> full_grads_;  // per parameter; kept across micro-batches when syncing last

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/device_memory.h"
 #include "core/error.h"
 #include "core/ops/cpu/cpu_threads.h"
 
@@ -187,6 +188,24 @@ TEST(TrainConfig, ParseBackend) {
     EXPECT_THAT(std::string(e.what()), HasSubstr("unknown backend 'gloo'"));
     EXPECT_THAT(std::string(e.what()), HasSubstr("local, mpi or nccl"));
   }
+}
+
+TEST(TrainConfig, DeviceAndBackendAgree) {
+  TrainConfig c = valid_config();
+  c.backend = BackendKind::nccl;
+  EXPECT_THAT(validate_message(c), HasSubstr("--backend nccl moves GPU buffers: add --device cuda"));
+  c = valid_config();
+  c.backend = BackendKind::mpi;
+  c.device = DeviceKind::cuda;
+  EXPECT_THAT(validate_message(c), HasSubstr("--backend mpi moves host buffers"));
+  EXPECT_EQ(valid_config().rank_device(3), Device::cpu());
+}
+
+TEST(TrainConfig, CudaDeviceNeedsAGpu) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible";
+  TrainConfig c = valid_config();
+  c.device = DeviceKind::cuda;
+  EXPECT_THAT(validate_message(c), HasSubstr("--device cuda: no CUDA device is visible"));
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Every FSDP layout reproduces the single-rank run of the same model, step by step: ten steps from
 // the same initial weights on the same global batches give each step's loss and gradient norm
 // within 1e-5 relative and final parameters within 1e-5, on a model whose sizes do not divide by
-// the world size.
+// the world size; with CPU offload too.
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 #include "tests/support/training_runs.h"
 
@@ -16,6 +18,7 @@ struct Layout {
   int64_t grad_accum;
   const char* sync;
   float clip;
+  bool offload = false;
 };
 
 class FsdpEquivalence : public ::testing::TestWithParam<Layout> {};
@@ -26,6 +29,7 @@ TEST_P(FsdpEquivalence, MatchesTheSingleRankRun) {
   c.world = l.world;
   if (*l.mesh) c.mesh = parse_mesh_spec(l.mesh);
   c.set("fsdp", "mode", l.mode).set("fsdp", "grad_sync", l.sync);
+  if (l.offload) c.set("fsdp", "offload", "true");
   c.grad_accum = l.grad_accum;
   c.clip = l.clip;
   const RunResult got = run_on_mesh(c);
@@ -46,6 +50,14 @@ std::vector<Layout> layouts() {
     for (const char* mode : {"full", "grad_op", "none"}) add_variants(world, "", mode);
   add_variants(4, "dp_replicate=2,dp_shard=2", "hybrid");
   add_variants(8, "dp_replicate=2,dp_shard=4", "hybrid");
+  // CPU offload: the same runs with the shards and the optimizer on the host (here the compute
+  // device is the host too, so this checks the copies and where each step happens).
+  for (const auto& [world, mesh, mode] :
+       {std::tuple{1, "", "full"}, std::tuple{3, "", "full"}, std::tuple{4, "", "grad_op"},
+        std::tuple{4, "dp_replicate=2,dp_shard=2", "hybrid"}}) {
+    all.push_back({world, mesh, mode, 1, "every", 0.f, true});
+    all.push_back({world, mesh, mode, 2, "last", 0.25f, true});
+  }
   return all;
 }
 
@@ -56,6 +68,7 @@ std::string layout_name(const ::testing::TestParamInfo<Layout>& info) {
   if (l.grad_accum > 1)
     name.append("_accum").append(std::to_string(l.grad_accum)).append("_").append(l.sync);
   if (l.clip > 0) name += "_clip";
+  if (l.offload) name += "_offload";
   return name;
 }
 

@@ -1,11 +1,13 @@
 // The trainer with --device cuda: one rank on a GPU reproduces the host run of the same model and
 // batches (f32 within 1e-4; bf16 compute within 2% of the f32 losses), and FSDP, hybrid and 3D
-// meshes of ranks sharing one GPU (the local backend over device memory) reproduce the GPU's
-// single-rank run step by step. Every case skips without a GPU.
+// meshes of ranks sharing one GPU (the local backend over device memory), and CPU offload,
+// reproduce the GPU's single-rank run step by step. Every case skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 
+#include "apps/train/run_training.h"
 #include "core/device_memory.h"
 #include "tests/support/training_runs.h"
 
@@ -49,6 +51,38 @@ TEST(CudaTraining, Bf16ComputeTracksTheHostF32Run) {
   for (size_t s = 0; s < want.losses.size(); ++s)
     EXPECT_NEAR(got.losses[s], want.losses[s], 0.02 * want.losses[s]) << "step " << s;
   EXPECT_LT(want.losses.back(), 0.9 * want.losses.front()) << "the run must train";
+}
+
+// FSDP2's CPU offload: the shards and AdamW state on the host, the compute on the GPU, and the
+// same run as without offload.
+TEST(CudaTraining, OffloadKeepsTheShardsOnTheHostAndMatchesTheGpuRun) {
+  MT_REQUIRE_GPU();
+  TrainConfig c = on_gpu(uneven_config());
+  c.world = 2;
+  c.set("fsdp", "offload", "true");
+  expect_same_run(run_on_mesh(c), gpu_single_rank_run(), kGpuTolerance);
+  c.steps = 1;
+  with_trainers(c, [](Trainer& trainer, MemoryTracker&) {
+    trainer.step();
+    for (const OptimizerSlot& slot : trainer.state().optimizer_slots()) {
+      EXPECT_TRUE(slot.param.device().is_cpu()) << slot.name;
+      EXPECT_TRUE(slot.grad.device().is_cpu()) << slot.name;
+    }
+    EXPECT_TRUE(trainer.model().device().is_cuda());
+  });
+}
+
+// --backend nccl, one process on one GPU: the same run as the local backend's.
+TEST(CudaTraining, NcclBackendMatchesTheLocalGpuRun) {
+  MT_REQUIRE_GPU();
+  TrainConfig c = on_gpu(uneven_config());
+  c.backend = BackendKind::nccl;
+  std::ostringstream out;
+  const std::vector<StepMetrics> steps = run_training(c, out, false);
+  const RunResult& want = gpu_single_rank_run();
+  ASSERT_EQ(steps.size(), want.losses.size());
+  for (size_t s = 0; s < steps.size(); ++s)
+    EXPECT_NEAR(steps[s].loss, want.losses[s], kGpuTolerance * want.losses[s]) << "step " << s;
 }
 
 struct GpuLayout {
