@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -258,11 +261,29 @@ int cuda_device_count() {
 #endif
 }
 
-void device_synchronize(Device device) {
+void device_synchronize(Device device, [[maybe_unused]] std::chrono::milliseconds timeout) {
   if (device.is_cpu()) return;
 #if MESHTRAIN_HAS_CUDA
   set_device(device);
-  check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize");
+  // Polls an event rather than blocking in cudaStreamSynchronize, which has no deadline.
+  cudaEvent_t done = nullptr;
+  check_cuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+  const std::unique_ptr<CUevent_st, cudaError_t (*)(cudaEvent_t)> owned(done, cudaEventDestroy);
+  check_cuda(cudaEventRecord(done, cudaStreamPerThread), "cudaEventRecord");
+  const auto start = std::chrono::steady_clock::now();
+  auto pause = std::chrono::microseconds(0);
+  for (;;) {
+    const cudaError_t status = cudaEventQuery(done);
+    if (status == cudaSuccess) return;
+    if (status != cudaErrorNotReady) check_cuda(status, "waiting for the stream (cudaEventQuery)");
+    if (std::chrono::steady_clock::now() - start > timeout)
+      throw Timeout(detail::concat("the work queued on ", to_string(device),
+                                   " did not finish within ", timeout.count(),
+                                   " ms: the GPU is hung or far slower than expected"));
+    // Spin briefly (collectives wait on short copies), then back off to at most 1 ms.
+    if (pause.count() > 0) std::this_thread::sleep_for(pause);
+    pause = std::min(std::chrono::microseconds(1000), pause + std::chrono::microseconds(10));
+  }
 #else
   no_cuda("device_synchronize");
 #endif

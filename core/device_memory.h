@@ -2,6 +2,7 @@
 // elsewhere a CUDA device raises NotSupported.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 
 #include "core/device.h"
@@ -16,8 +17,12 @@ void device_memset_zero(Device device, void* ptr, size_t bytes);
 void device_memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
 // Number of CUDA devices visible; 0 without a GPU or without CUDA in this build.
 int cuda_device_count();
-// Blocks the host until all work on the calling thread's CUDA stream is done (no-op on CPU).
-void device_synchronize(Device device);
+// How long a device wait may take before it is taken for a hung GPU.
+inline constexpr std::chrono::milliseconds kDeviceWaitTimeout = std::chrono::minutes(5);
+// Blocks the host until all work on the calling thread's CUDA stream is done (no-op on CPU), for
+// at most `timeout`: a GPU that stops making progress raises Timeout naming the device rather
+// than hanging the rank.
+void device_synchronize(Device device, std::chrono::milliseconds timeout = kDeviceWaitTimeout);
 
 // CUDA memory comes from a caching allocator (core/device_block_cache.h): a freed block is kept
 // in the pool of the thread that allocated it and handed out again by that thread only, so its

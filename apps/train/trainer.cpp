@@ -158,7 +158,8 @@ StepMetrics Trainer::step() {
   const float lr = config_.lr.at(step_);
   optimizer_.step(slots, lr);
   state.zero_grad();
-  device_synchronize(model_->device());  // a GPU step ends when its queued kernels have run
+  // A GPU step ends when its queued kernels have run.
+  device_synchronize(model_->device(), std::chrono::seconds(config_.timeout_s));
   update_span.reset();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
 

@@ -37,7 +37,9 @@ Device device_of(const Tensor& in, const Tensor& out) {
 
 // Device copies run on the progress thread's own stream; they must be finished before the rank
 // tells its peers (or its caller) that it is done with their buffers.
-void finish_device_copies(Device device) { device_synchronize(device); }
+void finish_device_copies(Device device, const WaitContext& ctx) {
+  device_synchronize(device, ctx.timeout);
+}
 
 }  // namespace
 
@@ -95,7 +97,7 @@ WorkPtr LocalCommunicator::collective(OpSignature signature, Tensor in, Tensor o
       std::shared_ptr<Slot> slot = group_->arrive(ctx, signature, std::move(post));
       for (const Post& peer : slot->posts) order_after(peer.issued, device);
       move(*this, ctx, *slot);
-      finish_device_copies(device);
+      finish_device_copies(device, ctx);
       if (slot->phase_done.size() > 1) group_->sync(ctx, *slot);
       // The test hook's delay holds back completion (and the ops queued behind), not the caller.
       if (const auto delay = group_->op_delay(signature.op); delay.count() > 0)
@@ -138,7 +140,7 @@ WorkPtr LocalCommunicator::do_all_reduce(const Tensor& buffer, ReduceOp op) {
   return collective({CommOp::all_reduce, buffer.nbytes(), buffer.dtype(), op}, buffer, buffer,
                     false, [](LocalCommunicator& self, const WaitContext& ctx, Slot& slot) {
                       all_reduce_reduce_phase(slot, self.rank());
-                      finish_device_copies(slot.posts[self.rank()].out.device());
+                      finish_device_copies(slot.posts[self.rank()].out.device(), ctx);
                       self.group_->sync(ctx, slot);  // every chunk is reduced
                       all_reduce_gather_phase(slot, self.rank());
                     });
