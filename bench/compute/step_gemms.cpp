@@ -56,6 +56,9 @@ std::vector<StepGemm> step_gemms(const GPT2Config& model, int64_t batch, int64_t
       {"attn QK^T fwd", false, true, seq, seq, hd, ld_qkv, ld_qkv, seq, 0.0f, per_head, true});
   g.push_back(
       {"attn PV fwd", false, false, seq, hd, seq, seq, ld_qkv, d, 0.0f, per_head, true});
+  // Backward recomputes the scores (it keeps no probabilities from forward).
+  g.push_back(
+      {"attn QK^T bwd", false, true, seq, seq, hd, ld_qkv, ld_qkv, seq, 0.0f, per_head, false});
   g.push_back({"attn dV", true, false, seq, hd, seq, seq, d, ld_qkv, 0.0f, per_head, false});
   g.push_back({"attn dP", false, true, seq, seq, hd, d, ld_qkv, seq, 0.0f, per_head, false});
   g.push_back({"attn dQ", false, false, seq, hd, seq, seq, ld_qkv, ld_qkv, 0.0f, per_head, false});

@@ -149,22 +149,18 @@ void register_all() {
     Tensor in = filled(rows_4c, t), d_out = filled(rows_4c, t, 2), d_in = Tensor::empty(rows_4c, t);
     return Kernel{[=] { ops::gelu_backward(d_in, d_out, in); }, 3 * in.numel() * esize(t)};
   });
+  // The two products of forward (Q K^T, P V); backward recomputes Q K^T and runs four more.
   const double attention_gemm_flops = 2.0 * kBatch * kHeads * kSeq * kSeq * (kC / kHeads) * 2;
   add("attention_forward", [=](DType t) {
-    Tensor qkv = filled({kBatch, kSeq, 3 * kC}, t), out = Tensor::empty({kBatch, kSeq, kC}, t),
-           probs = Tensor::empty({kBatch, kHeads, kSeq, kSeq});
-    return Kernel{[=] { ops::attention_forward(out, probs, qkv, kHeads); },
-                  4 * kRows * kC * esize(t) + static_cast<int64_t>(probs.nbytes()),
+    Tensor qkv = filled({kBatch, kSeq, 3 * kC}, t), out = Tensor::empty({kBatch, kSeq, kC}, t);
+    return Kernel{[=] { ops::attention_forward(out, qkv, kHeads); }, 4 * kRows * kC * esize(t),
                   attention_gemm_flops};
   });
   add("attention_backward", [=](DType t) {
-    Tensor qkv = filled({kBatch, kSeq, 3 * kC}, t), out = Tensor::empty({kBatch, kSeq, kC}, t),
-           probs = Tensor::empty({kBatch, kHeads, kSeq, kSeq}), d_out = filled(out.shape(), t, 2),
+    Tensor qkv = filled({kBatch, kSeq, 3 * kC}, t), d_out = filled({kBatch, kSeq, kC}, t, 2),
            d_qkv = Tensor::empty(qkv.shape(), t);
-    ops::attention_forward(out, probs, qkv, kHeads);
-    return Kernel{[=] { ops::attention_backward(d_qkv, d_out, qkv, probs, kHeads); },
-                  7 * kRows * kC * esize(t) + static_cast<int64_t>(probs.nbytes()),
-                  2 * attention_gemm_flops};
+    return Kernel{[=] { ops::attention_backward(d_qkv, d_out, qkv, kHeads); },
+                  7 * kRows * kC * esize(t), 2.5 * attention_gemm_flops};
   });
   const Shape logits_shape{kRows, kVocab};
   add("cross_entropy_row_max", [=](DType t) {

@@ -267,31 +267,25 @@ void gelu_backward(const Tensor& d_in, const Tensor& d_out, const Tensor& in) {
   MT_DISPATCH(args, gelu_backward, d_in, d_out, in);
 }
 
-void attention_forward(const Tensor& out, const Tensor& probs, const Tensor& qkv, int num_heads) {
+void attention_forward(const Tensor& out, const Tensor& qkv, int num_heads) {
   Args args("attention_forward");
   args.compute("qkv", qkv);
   args.compute("out", out);
-  args.of_dtype("probs", probs, DType::f32);
   const int64_t channels = attention_channels(args, qkv, num_heads);
-  const int64_t batch = qkv.dim(0), seq = qkv.dim(1);
-  args.shape("out", out, "[B, T, C]", {batch, seq, channels});
-  args.shape("probs", probs, "[B, H, T, T]", {batch, num_heads, seq, seq});
-  MT_DISPATCH(args, attention_forward, out, probs, qkv, num_heads);
+  args.shape("out", out, "[B, T, C]", {qkv.dim(0), qkv.dim(1), channels});
+  MT_DISPATCH(args, attention_forward, out, qkv, num_heads);
 }
 
 void attention_backward(const Tensor& d_qkv, const Tensor& d_out, const Tensor& qkv,
-                        const Tensor& probs, int num_heads) {
+                        int num_heads) {
   Args args("attention_backward");
   args.compute("qkv", qkv);
   args.compute("d_out", d_out);
   args.compute("d_qkv", d_qkv);
-  args.of_dtype("probs", probs, DType::f32);
   const int64_t channels = attention_channels(args, qkv, num_heads);
-  const int64_t batch = qkv.dim(0), seq = qkv.dim(1);
-  args.shape("d_out", d_out, "[B, T, C]", {batch, seq, channels});
+  args.shape("d_out", d_out, "[B, T, C]", {qkv.dim(0), qkv.dim(1), channels});
   args.shape("d_qkv", d_qkv, "[B, T, 3C] like qkv", qkv.shape());
-  args.shape("probs", probs, "[B, H, T, T]", {batch, num_heads, seq, seq});
-  MT_DISPATCH(args, attention_backward, d_qkv, d_out, qkv, probs, num_heads);
+  MT_DISPATCH(args, attention_backward, d_qkv, d_out, qkv, num_heads);
 }
 
 void embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,

@@ -23,19 +23,17 @@ Tensor Attention::forward(const Tensor& qkv, int64_t batch, int64_t seq, Tape& t
            "attention: qkv must be [", batch * seq, ", 3C], got ", qkv.describe());
   const int64_t c = qkv.dim(1) / 3;
   Tensor out = activation_like(qkv, {batch, seq, c});
-  Tensor probs = f32_like(qkv, {batch, local_heads_, seq, seq});
   const Tensor qkv3 = qkv.reshape({batch, seq, 3 * c});
-  ops::attention_forward(out, probs, qkv3, local_heads_);
-  tape.push(qkv3);
-  tape.push(probs);
+  ops::attention_forward(out, qkv3, local_heads_);
+  tape.push(qkv3);  // all backward needs: it recomputes the softmax
   return out.reshape({batch * seq, c});
 }
 
 Tensor Attention::backward(const Tensor& d_out, Tape& tape) {
-  const Tensor probs = tape.pop(), qkv = tape.pop();
+  const Tensor qkv = tape.pop();
   Tensor d_qkv = activation_like(qkv, qkv.shape());
   ops::attention_backward(d_qkv, d_out.reshape({qkv.dim(0), qkv.dim(1), qkv.dim(2) / 3}), qkv,
-                          probs, local_heads_);
+                          local_heads_);
   return d_qkv.reshape({qkv.dim(0) * qkv.dim(1), qkv.dim(2)});
 }
 

@@ -289,16 +289,14 @@ TEST(CpuKernels, CrossEntropyMatchesScalarLoopsAtEveryTail) {
 // Attention: forward and backward against double loops, heads of every tail length.
 
 struct AttentionRef {
-  std::vector<double> out, probs, d_qkv;
+  std::vector<double> out, d_qkv;
 };
 
 AttentionRef attention_ref(const Tensor& qkv_t, const Tensor& d_out_t, int heads) {
   const int64_t batch = qkv_t.dim(0), seq = qkv_t.dim(1), c = qkv_t.dim(2) / 3, hs = c / heads;
   const std::vector<float> x = qkv_t.to_vector(), dy = d_out_t.to_vector();
   const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
-  AttentionRef r{std::vector<double>(batch * seq * c, 0.0),
-                 std::vector<double>(batch * heads * seq * seq, 0.0),
-                 std::vector<double>(x.size(), 0.0)};
+  AttentionRef r{std::vector<double>(batch * seq * c, 0.0), std::vector<double>(x.size(), 0.0)};
   const auto qkv = [&](int64_t b, int64_t t, int part, int64_t h, int64_t i) -> double {
     return x[(b * seq + t) * 3 * c + part * c + h * hs + i];
   };
@@ -341,7 +339,6 @@ AttentionRef attention_ref(const Tensor& qkv_t, const Tensor& d_out_t, int heads
             dqkv(b, t, 0, h, i) += scale * ds[t * seq + j] * qkv(b, j, 1, h, i);
             dqkv(b, j, 1, h, i) += scale * ds[t * seq + j] * qkv(b, t, 0, h, i);
           }
-      for (int64_t i = 0; i < seq * seq; ++i) r.probs[(b * heads + h) * seq * seq + i] = p[i];
     }
   return r;
 }
@@ -354,12 +351,10 @@ TEST(CpuKernels, AttentionMatchesScalarLoopsAtEveryTail) {
     const Tensor qkv = random_tensor({kBatch, seq, 3 * kC}, 1, -2.0f, 2.0f);
     const Tensor d_out = random_tensor({kBatch, seq, kC}, 2);
     const Tensor out = Tensor::empty({kBatch, seq, kC}), d_qkv = Tensor::empty(qkv.shape());
-    const Tensor probs = random_tensor({kBatch, kHeads, seq, seq}, 3);  // to be overwritten
-    ops::attention_forward(out, probs, qkv, kHeads);
-    ops::attention_backward(d_qkv, d_out, qkv, probs, kHeads);
+    ops::attention_forward(out, qkv, kHeads);
+    ops::attention_backward(d_qkv, d_out, qkv, kHeads);
     const AttentionRef ref = attention_ref(qkv, d_out, kHeads);
     test::expect_all_near(out, ref.out, 1e-5, "out");
-    test::expect_all_near(probs, ref.probs, 1e-6, "probs");
     test::expect_all_near(d_qkv, ref.d_qkv, 2e-5, "d_qkv");
   }
 }
@@ -495,15 +490,13 @@ TEST(CpuKernels, Bf16KernelsMatchF32OnRoundedInputs) {
   const Tensor qkv = to_f32(to_bf16(random_tensor({2, 3, 33}, 5, -2.0f, 2.0f)));
   const Tensor dy = to_f32(to_bf16(random_tensor({2, 3, 11}, 6)));
   both("attention_forward", [&](DType t) {
-    const Tensor out = Tensor::empty({2, 3, 11}, t), probs = Tensor::empty({2, 1, 3, 3});
-    ops::attention_forward(out, probs, as(qkv, t), 1);
+    const Tensor out = Tensor::empty({2, 3, 11}, t);
+    ops::attention_forward(out, as(qkv, t), 1);
     return out;
   });
   both("attention_backward", [&](DType t) {
-    const Tensor out = Tensor::empty({2, 3, 11}, t), probs = Tensor::empty({2, 1, 3, 3});
     const Tensor d_qkv = Tensor::empty(qkv.shape(), t);
-    ops::attention_forward(out, probs, as(qkv, t), 1);
-    ops::attention_backward(d_qkv, as(dy, t), as(qkv, t), probs, 1);
+    ops::attention_backward(d_qkv, as(dy, t), as(qkv, t), 1);
     return d_qkv;
   });
   const Tensor ids = Tensor::from_vector(std::vector<int32_t>{1, 4, 1, 1, 0, 9}, {kRows});
@@ -581,12 +574,11 @@ TEST(CpuKernels, ResultsAreBitwiseTheSameFor1And2Threads) {
     const Tensor d_out = as(random_tensor({3, 33, 24}, 9));
     expect_same_for_1_and_2_threads(
         [&] {
-          const Tensor out = Tensor::empty({3, 33, 24}, dtype),
-                       probs = Tensor::empty({3, 4, 33, 33});
+          const Tensor out = Tensor::empty({3, 33, 24}, dtype);
           const Tensor d_qkv = Tensor::empty(qkv.shape(), dtype);
-          ops::attention_forward(out, probs, qkv, 4);
-          ops::attention_backward(d_qkv, d_out, qkv, probs, 4);
-          return std::vector<Tensor>{out, probs, d_qkv};
+          ops::attention_forward(out, qkv, 4);
+          ops::attention_backward(d_qkv, d_out, qkv, 4);
+          return std::vector<Tensor>{out, d_qkv};
         },
         "attention");
     std::vector<int32_t> tokens(kRows);

@@ -1,8 +1,9 @@
 // Causal multi-head self-attention. Per (batch, head) the score and value products are GEMMs over
-// strided views of qkv [B, T, 3C]; the softmax is saved in probs [B, H, T, T] (f32) for backward.
-// The (batch, head) pairs are split across the calling thread's CPU threads; the softmax rows are
-// vectorised (simd.h, fast_exp.h). bf16 qkv / out are widened per pair into f32 scratch for the
-// f32 GEMMs and rounded back.
+// strided views of qkv [B, T, 3C], into a T x T scratch buffer of the thread; backward recomputes
+// the scores and the softmax the same way (the same bits), so no probabilities are kept between
+// the passes. The (batch, head) pairs are split across the calling thread's CPU threads; the
+// softmax rows are vectorised (simd.h, fast_exp.h). bf16 qkv / out are widened per pair into f32
+// scratch for the f32 GEMMs and rounded back.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -30,7 +31,7 @@ struct AttentionDims {
   int64_t pairs() const { return batch * heads; }
   int64_t qkv_offset(int64_t b, int64_t h) const { return b * seq * 3 * channels + h * head_dim; }
   int64_t out_offset(int64_t b, int64_t h) const { return b * seq * channels + h * head_dim; }
-  int64_t probs_offset(int64_t b, int64_t h) const { return (b * heads + h) * seq * seq; }
+  int64_t square() const { return seq * seq; }
 };
 
 // Row t's keys 0..t rounded up to whole lanes (at most seq): the row loops below run over these,
@@ -102,6 +103,15 @@ HeadViews head_views(T* pair, const AttentionDims& d, float* scratch, bool read)
   }
 }
 
+// P = softmax(scale Q K^T) of one head into `p` [T, T], causal: forward and backward both call
+// this, so backward sees exactly the probabilities forward used.
+void causal_probs(const HeadViews& head, const AttentionDims& d, float scale, float* p) {
+  // The full T x T product costs twice the causal half but keeps it one GEMM.
+  sgemm(false, true, d.seq, d.seq, d.head_dim, scale, head.q, head.ld, head.k, head.ld, 0.0f, p,
+        d.seq);
+  causal_softmax_rows(p, d.seq);
+}
+
 // Runs pair(b, h) for every (batch, head) pair across the threads (the GEMMs inside a pair then
 // run on its thread alone).
 template <typename Pair>
@@ -113,7 +123,7 @@ void for_each_pair(const AttentionDims& d, Pair&& pair) {
 }
 
 template <typename T>
-void forward_as(const Tensor& out, const Tensor& probs, const Tensor& qkv, int num_heads) {
+void forward_as(const Tensor& out, const Tensor& qkv, int num_heads) {
   const AttentionDims d(qkv, num_heads);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
   const int64_t head_block = d.seq * d.head_dim;
@@ -121,7 +131,7 @@ void forward_as(const Tensor& out, const Tensor& probs, const Tensor& qkv, int n
   for_each_pair(d, [&](int64_t b, int64_t h) {
     T* qkv_pair = qkv.data<T>() + d.qkv_offset(b, h);
     T* out_pair = out.data<T>() + d.out_offset(b, h);
-    float* p = probs.data<float>() + d.probs_offset(b, h);
+    float* p = thread_scratch<float>(static_cast<size_t>(d.square()), 1);
     // bf16: q, k, v widened into scratch, the output computed in scratch after them.
     float* scratch = kF32 ? nullptr : thread_scratch<float>(static_cast<size_t>(4 * head_block));
     const HeadViews head = head_views(qkv_pair, d, scratch, true);
@@ -134,18 +144,14 @@ void forward_as(const Tensor& out, const Tensor& probs, const Tensor& qkv, int n
       y = scratch + 3 * head_block;
       ld_y = d.head_dim;
     }
-    // The full T x T product costs twice the causal half but keeps it one GEMM.
-    sgemm(false, true, d.seq, d.seq, d.head_dim, scale, head.q, head.ld, head.k, head.ld, 0.0f, p,
-          d.seq);
-    causal_softmax_rows(p, d.seq);
+    causal_probs(head, d, scale, p);
     sgemm(false, false, d.seq, d.head_dim, d.seq, 1.0f, p, d.seq, head.v, head.ld, 0.0f, y, ld_y);
     if constexpr (!kF32) narrow(y, out_pair, d.channels, d.seq, d.head_dim);
   });
 }
 
 template <typename T>
-void backward_as(const Tensor& d_qkv, const Tensor& d_out, const Tensor& qkv, const Tensor& probs,
-                 int num_heads) {
+void backward_as(const Tensor& d_qkv, const Tensor& d_out, const Tensor& qkv, int num_heads) {
   const AttentionDims d(qkv, num_heads);
   const int64_t ld_qkv = 3 * d.channels;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
@@ -155,12 +161,13 @@ void backward_as(const Tensor& d_qkv, const Tensor& d_out, const Tensor& qkv, co
     T* qkv_pair = qkv.data<T>() + d.qkv_offset(b, h);
     T* d_qkv_pair = d_qkv.data<T>() + d.qkv_offset(b, h);
     T* dy_pair = d_out.data<T>() + d.out_offset(b, h);
-    const float* p = probs.data<float>() + d.probs_offset(b, h);
-    // d_scores: one T x T buffer per thread, reused across pairs and calls.
-    float* ds = thread_scratch<float>(static_cast<size_t>(d.seq * d.seq), 1);
+    // P and dS: two T x T buffers of the thread, reused across pairs and calls.
+    float* p = thread_scratch<float>(static_cast<size_t>(2 * d.square()), 1);
+    float* ds = p + d.square();
     // bf16: q, k, v, then their gradients, then d_out, in scratch.
     float* scratch = kF32 ? nullptr : thread_scratch<float>(static_cast<size_t>(7 * head_block));
     const HeadViews head = head_views(qkv_pair, d, scratch, true);
+    causal_probs(head, d, scale, p);
     const HeadViews grad =
         head_views(d_qkv_pair, d, kF32 ? nullptr : scratch + 3 * head_block, false);
     const float* dy;
@@ -190,15 +197,15 @@ void backward_as(const Tensor& d_qkv, const Tensor& d_out, const Tensor& qkv, co
 }
 }  // namespace
 
-void attention_forward(const Tensor& out, const Tensor& probs, const Tensor& qkv, int num_heads) {
-  if (qkv.dtype() == DType::bf16) return forward_as<BF16>(out, probs, qkv, num_heads);
-  forward_as<float>(out, probs, qkv, num_heads);
+void attention_forward(const Tensor& out, const Tensor& qkv, int num_heads) {
+  if (qkv.dtype() == DType::bf16) return forward_as<BF16>(out, qkv, num_heads);
+  forward_as<float>(out, qkv, num_heads);
 }
 
 void attention_backward(const Tensor& d_qkv, const Tensor& d_out, const Tensor& qkv,
-                        const Tensor& probs, int num_heads) {
-  if (qkv.dtype() == DType::bf16) return backward_as<BF16>(d_qkv, d_out, qkv, probs, num_heads);
-  backward_as<float>(d_qkv, d_out, qkv, probs, num_heads);
+                        int num_heads) {
+  if (qkv.dtype() == DType::bf16) return backward_as<BF16>(d_qkv, d_out, qkv, num_heads);
+  backward_as<float>(d_qkv, d_out, qkv, num_heads);
 }
 
 }  // namespace meshtrain::ops::cpu
