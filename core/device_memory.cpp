@@ -122,9 +122,16 @@ class CudaRawMemory final : public RawDeviceMemory {
     check_cuda(status, "cudaMalloc");
     return ptr;
   }
-  // Unified addressing: cudaFree finds the pointer's device itself. Errors are ignored (the
-  // runtime may already be torn down at process exit).
-  void free(void* ptr) noexcept override { cudaFree(ptr); }
+  // On the block's own device, so that cudaFree's implicit synchronisation is that device's and
+  // no context is made on another. Errors are ignored (the runtime may already be torn down at
+  // process exit).
+  void free(void* ptr) noexcept override {
+    int previous = 0;
+    const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != index_ &&
+                          cudaSetDevice(index_) == cudaSuccess;
+    cudaFree(ptr);
+    if (switched) cudaSetDevice(previous);
+  }
   void synchronize_calling_stream() override {
     CurrentDeviceGuard on_device(index_);
     check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize");

@@ -91,10 +91,16 @@ void gather_parameters(TrainableState& state, const DeviceMesh& mesh, Model& mod
   for (const auto& [index, entry] : owned) mine.push_back(entry.first);
 
   Communicator& world = mesh.world();
+  // Slices travel in the memory the backend moves (a GPU's for nccl) and are assembled on the host.
+  const Device via = world.exchange_device();
   const std::vector<std::vector<uint64_t>> described = all_gather_variable(world, encode(mine));
   if (world.rank() != 0) {
+    std::vector<Tensor> staged;
     std::vector<WorkPtr> sends;
-    for (const auto& [index, entry] : owned) sends.push_back(world.send(entry.second, 0));
+    for (const auto& [index, entry] : owned) {
+      staged.push_back(via.is_cpu() ? entry.second : entry.second.to(via));
+      sends.push_back(world.send(staged.back(), 0));
+    }
     for (const WorkPtr& w : sends) w->wait();
     return;
   }
@@ -115,8 +121,9 @@ void gather_parameters(TrainableState& state, const DeviceMesh& mesh, Model& mod
       if (rank == 0) {
         local = owned.at(i).second;
       } else {
-        local = Tensor::empty(s.local_shape);
+        local = Tensor::empty(s.local_shape, DType::f32, via);
         world.recv(local, rank)->wait();
+        if (!via.is_cpu()) local = local.to(Device::cpu());
       }
       copy_local_to_global(global, local, s.pieces);
       covered += local.numel();

@@ -165,8 +165,13 @@ StepMetrics Trainer::step() {
 
   // Reduce the step's figures over ranks (on the world communicator, outside the counted groups).
   const MemoryStats mem = memory_.stats(config_.device);
-  const uint64_t sharded = mem[MemoryCategory::param].current + mem[MemoryCategory::grad].current +
-                           mem[MemoryCategory::optimizer].current;
+  // The state a rank holds between steps, wherever it lives (offloaded: on the host).
+  uint64_t sharded = 0;
+  for (const DeviceKind kind : {DeviceKind::cpu, DeviceKind::cuda}) {
+    const MemoryStats held = memory_.stats(kind);
+    sharded += held[MemoryCategory::param].current + held[MemoryCategory::grad].current +
+               held[MemoryCategory::optimizer].current;
+  }
   const std::vector<uint64_t> mine = {strategy_bytes_sent() - bytes_before,
                                       mem.total.peak,
                                       sharded,

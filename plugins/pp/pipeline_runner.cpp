@@ -228,15 +228,20 @@ void PipelineRunner::sum_tied_gradients() {
     const auto tied = placement_.tied.find(slot.name);
     if (tied == placement_.tied.end()) continue;
     // Every holder sends its gradient to the others and adds theirs: the same sum everywhere.
+    // A GPU backend moves its GPU's memory only, so an offloaded (host) gradient travels there.
+    const Device via =
+        pp_.exchange_device().is_cuda() ? pp_.exchange_device() : slot.grad.device();
+    const Tensor mine = slot.grad.device() == via ? slot.grad : slot.grad.to(via);
     std::vector<P2POp> exchange;
     std::vector<Tensor> theirs;
     for (int peer : tied->second) {
-      theirs.push_back(Tensor::empty(slot.grad.shape(), slot.grad.dtype(), slot.grad.device()));
-      exchange.push_back({P2POp::send, slot.grad, peer});
+      theirs.push_back(Tensor::empty(slot.grad.shape(), slot.grad.dtype(), via));
+      exchange.push_back({P2POp::send, mine, peer});
       exchange.push_back({P2POp::recv, theirs.back(), peer});
     }
     for (const WorkPtr& w : pp_.batch_p2p(exchange)) w->wait();
-    for (const Tensor& t : theirs) ops::axpy(slot.grad, 1.f, t);
+    for (const Tensor& t : theirs)
+      ops::axpy(slot.grad, 1.f, t.device() == slot.grad.device() ? t : t.to(slot.grad.device()));
   }
 }
 

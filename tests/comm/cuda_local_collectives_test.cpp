@@ -80,6 +80,28 @@ TEST(CudaLocalBackend, CopiesWaitForTheKernelsQueuedBeforeTheOp) {
   });
 }
 
+// In place, all_to_all stages its input on the progress thread's stream; peers must read the
+// staged copy only once it is written (and it, only after the kernels queued before the op).
+TEST(CudaLocalBackend, InPlaceAllToAllReadsTheStagedCopy) {
+  MT_REQUIRE_GPU();
+  constexpr int kWorld = 4;
+  constexpr int64_t n = int64_t{1} << 22;  // elements each rank sends each peer
+  spawn_ranks(kWorld, [&](RankContext& ctx) {
+    const int r = ctx.rank;
+    Tensor buffer = testing::filled(kWorld * n, DType::f32, kGpu, [&](int64_t i) {
+      return testing::contribution(r, kWorld, i);
+    });
+    ops::scale(buffer, 2.0f);  // queued, not waited for
+    ctx.world.all_to_all(buffer, buffer)->wait();
+    testing::expect_values(
+        buffer,
+        [&](int64_t i) {
+          return 2.0f * testing::contribution(static_cast<int>(i / n), kWorld, r * n + i % n);
+        },
+        "in-place all_to_all");
+  });
+}
+
 TEST(CudaLocalBackend, HostAndDeviceBuffersDoNotMixInOneCollective) {
   MT_REQUIRE_GPU();
   testing::expect_error<CommError>(

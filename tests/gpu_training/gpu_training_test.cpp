@@ -48,8 +48,16 @@ TEST(CudaTraining, Bf16ComputeTracksTheHostF32Run) {
   const RunResult want = run_reference(c);
   const RunResult got = run_on_mesh(on_gpu(c).set("fsdp", "param_dtype", "bf16"));
   ASSERT_EQ(got.losses.size(), want.losses.size());
-  for (size_t s = 0; s < want.losses.size(); ++s)
-    EXPECT_NEAR(got.losses[s], want.losses[s], 0.02 * want.losses[s]) << "step " << s;
+  // Within 2% where the curves settle (the mean of the last ten steps), 3% at any one step.
+  double got_tail = 0.0, want_tail = 0.0;
+  for (size_t s = 0; s < want.losses.size(); ++s) {
+    EXPECT_NEAR(got.losses[s], want.losses[s], 0.03 * want.losses[s]) << "step " << s;
+    if (s + 10 >= want.losses.size()) {
+      got_tail += got.losses[s];
+      want_tail += want.losses[s];
+    }
+  }
+  EXPECT_NEAR(got_tail, want_tail, 0.02 * want_tail) << "the last ten steps";
   EXPECT_LT(want.losses.back(), 0.9 * want.losses.front()) << "the run must train";
 }
 

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "core/comm/local/data_movement.h"
+#include "core/comm/local/peer_failure.h"
 #include "core/device_memory.h"
 #include "core/error.h"
 
@@ -83,9 +84,10 @@ WorkPtr LocalCommunicator::collective(OpSignature signature, Tensor in, Tensor o
                                       Mover move) {
   const Device device = device_of(in, out);
   signature.memory = device.kind;
+  // Before the op takes its number: a failure here leaves this rank's numbering in step.
+  std::shared_ptr<const StreamMark> issued = StreamMark::record(device);
   auto work = make_work(signature.op, signature.bytes);
   const WaitContext ctx = context(signature.op, next_collective_++);
-  std::shared_ptr<const StreamMark> issued = StreamMark::record(device);
   ++in_flight_;
   progress_.post([this, work, ctx, signature, device, in = std::move(in), out = std::move(out),
                   issued = std::move(issued), stage_in, move]() mutable {
@@ -93,9 +95,15 @@ WorkPtr LocalCommunicator::collective(OpSignature signature, Tensor in, Tensor o
       // Staged here, in op order, so the copy sees what earlier queued ops wrote (and, on a GPU,
       // what the caller's stream wrote before it issued the op).
       order_after(issued, device);
-      Post post{stage_in ? in.clone() : in, out, issued};
+      Post post{in, out, issued};
+      if (stage_in) {  // peers read the staged copy: they wait for the copy, which waited for issue
+        post.in = in.clone();
+        post.issued = StreamMark::record(device);
+      }
       std::shared_ptr<Slot> slot = group_->arrive(ctx, signature, std::move(post));
-      for (const Post& peer : slot->posts) order_after(peer.issued, device);
+      // Host buffers need no ordering (and a barrier's peers may already be clearing their posts).
+      if (device.is_cuda())
+        for (const Post& peer : slot->posts) order_after(peer.issued, device);
       move(*this, ctx, *slot);
       finish_device_copies(device, ctx);
       if (slot->phase_done.size() > 1) group_->sync(ctx, *slot);
@@ -112,10 +120,23 @@ WorkPtr LocalCommunicator::collective(OpSignature signature, Tensor in, Tensor o
       work->complete();
     } catch (...) {
       --in_flight_;
+      fail_group_unless_peer_failure(ctx);
       work->fail(std::current_exception());
     }
   });
   return work;
+}
+
+void LocalCommunicator::fail_group_unless_peer_failure(const WaitContext& ctx) {
+  // A failure of this rank's own (a device error, no memory to stage): the peers waiting in the
+  // op learn of it now rather than at their deadline. Group failures already reached them.
+  try {
+    throw;
+  } catch (const PeerFailure&) {
+  } catch (const std::exception& e) {
+    group_->fail(detail::concat("rank ", ctx.rank, " (world rank ", ctx.world_rank, ") failed in ",
+                                comm_op_name(ctx.op), " op #", ctx.seq, ": ", e.what()));
+  }
 }
 
 WorkPtr LocalCommunicator::do_all_gather(const Tensor& out, const Tensor& in) {
@@ -182,12 +203,13 @@ std::vector<WorkPtr> LocalCommunicator::do_batch_p2p(const std::vector<P2POp>& o
   });
   for (const P2POp& op : ops) {
     const bool sends = op.kind == P2POp::send;
+    std::shared_ptr<const StreamMark> issued = StreamMark::record(op.buffer.device());
     // Numbered per pair and direction at issue, so the n-th send meets the n-th receive.
     const P2PKey key = sends ? P2PKey{rank(), op.peer, next_send_[op.peer]++}
                              : P2PKey{op.peer, rank(), next_recv_[op.peer]++};
     auto work = std::make_shared<AsyncWork>(describe(op), options().timeout);
     if (!sends) recvs_.push_back(work);
-    postings.push_back({op, key, StreamMark::record(op.buffer.device()), work});
+    postings.push_back({op, key, std::move(issued), work});
     works.push_back(std::move(work));
   }
   ++in_flight_;

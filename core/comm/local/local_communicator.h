@@ -53,6 +53,8 @@ class LocalCommunicator final : public Communicator {
   // caller's stream at issue and finished before the op completes.
   WorkPtr collective(OpSignature signature, Tensor in, Tensor out, bool stage_in, Mover move);
   WaitContext context(CommOp op, uint64_t seq) const;
+  // In a catch block: fails the group with the current exception, unless it came from the group.
+  void fail_group_unless_peer_failure(const WaitContext& ctx);
   std::shared_ptr<AsyncWork> make_work(CommOp op, size_t bytes) const;
 
   std::shared_ptr<WorldState> world_;
