@@ -7,6 +7,8 @@
 //   2. The same model at W ranks sharing the GPU (the local backend over device memory): FSDP
 //      full against none (unsharded, DDP), bf16, reporting the step-time ratio and the exposed
 //      communication per step.
+//   3. A short profiled bf16 run on one GPU (the trainer's --profile): time per kernel, each
+//      kernel timed to its end on the device, to show where the step goes.
 //
 //   gpu_train_bench [--batch=8] [--world=4] [--warmup=2] [--steps=5] [--seq=1024] [--dim=768]
 //                   [--layers=12] [--heads=12] [--vocab=50257] [--device=cuda]
@@ -15,9 +17,11 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <iostream>
 #include <string>
 #include <vector>
 
+#include "apps/train/run_training.h"
 #include "apps/train/trace_output.h"
 #include "bench/train/mode_run.h"
 #include "bench/train/token_corpus.h"
@@ -117,5 +121,14 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   print_tables();
+
+  std::printf("\nprofile: one GPU, bf16, 4 steps\n");
+  TrainConfig profiled = make_train_config(g_single, {"bf16", one, fsdp("none", "bf16")},
+                                           g_data_path);
+  profiled.steps = 4;
+  profiled.profile = true;
+  profiled.quiet = false;
+  std::fflush(stdout);
+  run_training(profiled, std::cout, false);
   return 0;
 }
