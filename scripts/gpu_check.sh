@@ -20,6 +20,7 @@ default_s=240                           # per program, unless named here:
 declare -A budget_s=([cuda_ops_test]=90 [device_cache_test]=20 [comm_cuda_test]=60
                      [comm_nccl_test]=45 [gpu_training_test]=120 [gpu_train_bench]=120)
 declare -A args=()                      # extra arguments per program, e.g. a benchmark's filter
+needs_gpu=" gpu_train_bench "           # programs that measure a GPU: not run without one
 mkdir -p "$out"
 summary=$out/summary.txt log=$out/tests.log env=$out/env.txt
 
@@ -88,7 +89,7 @@ count() { grep -oE "^\[  $1 *\] [0-9]+ tests?[.,]" "$2" | grep -oE '[0-9]+' | he
   echo "meshtrain GPU check: $(head -n1 "$bundle/BUILD_INFO"); GPUs visible: $gpus"
   [[ -n $gpu_note ]] && echo "NOTE: $gpu_note"
   grep -q "NOT FOUND" <<<"$found_report" && printf 'CUDA libraries:\n%s' "$found_report"
-  printf '%-16s %6s %6s %7s  %-28s %5s\n' program passed failed skipped status secs
+  printf '%-18s %6s %6s %7s  %-28s %5s\n' program passed failed skipped status secs
 } >"$summary"
 failed=0 passed_all=0 skipped_all=0 start=$SECONDS
 for p in $programs; do
@@ -102,6 +103,9 @@ for p in $programs; do
   if [[ -n $missing ]]; then
     status="NOT RUN: libraries missing"
     echo "$missing" >"$plog"
+  elif ((gpus == 0)) && [[ $needs_gpu == *" $p "* ]]; then
+    status="skipped: no GPU"
+    : >"$plog"
   elif ((limit < 10)); then
     status="NOT RUN: out of time"
     : >"$plog"
@@ -118,9 +122,9 @@ for p in $programs; do
   secs=$((SECONDS - t0))
   pass=$(count PASSED "$plog") fail=$(count FAILED "$plog") skip=$(count SKIPPED "$plog")
   [[ -n $pass ]] && fail=${fail:-0} skip=${skip:-0}  # gtest prints these two only when nonzero
-  [[ $status != ok ]] && failed=1
+  [[ $status != ok && $status != skipped* ]] && failed=1
   {
-    printf '%-16s %6s %6s %7s  %-28s %5s\n' "$p" "${pass:--}" "${fail:--}" "${skip:--}" "$status" "$secs"
+    printf '%-18s %6s %6s %7s  %-28s %5s\n' "$p" "${pass:--}" "${fail:--}" "${skip:--}" "$status" "$secs"
     [[ $status == NOT\ RUN:\ lib* ]] && sed 's/^/    /' "$plog"
     # gtest names each failed test once more after its summary; a dead program, the test it was in.
     grep -E '^\[  FAILED  \] [A-Za-z_0-9/.]+(, where .*)?$' "$plog" | grep -vE ' \([0-9]+ ms\)$' |
