@@ -5,24 +5,10 @@
 #include <thread>
 #include <vector>
 
-#include "core/bf16.h"
 #include "core/comm/nccl/nccl_world.h"
 #include "core/comm/store.h"
 
 namespace meshtrain::nccl_test {
-
-Tensor filled(int64_t n, DType dtype, Device device, const Values& values) {
-  Tensor host = Tensor::empty({n}, dtype);
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = values(i);
-    switch (dtype) {
-      case DType::f32: host.data<float>()[i] = v; break;
-      case DType::bf16: host.data<BF16>()[i] = to_bf16(v); break;
-      case DType::i32: host.data<int32_t>()[i] = static_cast<int32_t>(v); break;
-    }
-  }
-  return host.to(device);
-}
 
 ::testing::AssertionResult holds(const Tensor& t, const Values& expected) {
   const std::vector<float> actual = t.to_vector();

@@ -11,6 +11,7 @@
 #include "core/comm/communicator.h"
 #include "core/device_memory.h"
 #include "core/tensor.h"
+#include "tests/comm/collective_checks.h"
 
 namespace meshtrain::nccl_test {
 
@@ -25,8 +26,8 @@ using Values = std::function<float(int64_t)>;
   } while (0)
 
 // A 1-D tensor of n elements on device holding values(i), as dtype (the tests only use values
-// that bf16 and i32 hold exactly).
-Tensor filled(int64_t n, DType dtype, Device device, const Values& values);
+// that bf16 and i32 hold exactly): the collective checks' helper.
+using ::meshtrain::testing::filled;
 // Passes when every element of t (read back to the host) equals expected(i); otherwise names the
 // first mismatch.
 ::testing::AssertionResult holds(const Tensor& t, const Values& expected);
