@@ -23,31 +23,26 @@ const Device kGpu = Device::cuda(0);
 
 using Params = std::tuple<int, int64_t, DType>;  // world size, elements, dtype
 
-class CudaLocalCollectives : public ::testing::TestWithParam<Params> {
- protected:
-  int world() const { return std::get<0>(GetParam()); }
-  int64_t count() const { return std::get<1>(GetParam()); }
-  DType dtype() const { return std::get<2>(GetParam()); }
-
-  void run(const std::function<void(Communicator&)>& check) {
-    spawn_ranks(world(), [&](RankContext& ctx) { check(ctx.world); },
-                CommOptions{std::chrono::seconds(20)});
-  }
-};
+class CudaLocalCollectives : public ::testing::TestWithParam<Params> {};
 
 TEST_P(CudaLocalCollectives, EveryOp) {
   MT_REQUIRE_GPU();
-  run([&](Communicator& c) {
-    testing::check_all_gather(c, count(), dtype(), kGpu);
-    for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max}) {
-      testing::check_reduce_scatter(c, count(), dtype(), op, kGpu);
-      testing::check_all_reduce(c, count(), dtype(), op, kGpu);
-    }
-    for (int root : {0, c.size() - 1}) testing::check_broadcast(c, count(), dtype(), root, kGpu);
-    testing::check_send_recv_ring(c, count(), dtype(), kGpu);
-    testing::check_all_to_all(c, count(), dtype(), kGpu);
-    testing::check_async_overlap(c, count(), dtype(), kGpu);
-  });
+  const auto [world, count, dtype] = GetParam();
+  spawn_ranks(
+      world,
+      [&](RankContext& ctx) {
+        Communicator& c = ctx.world;
+        testing::check_all_gather(c, count, dtype, kGpu);
+        for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max}) {
+          testing::check_reduce_scatter(c, count, dtype, op, kGpu);
+          testing::check_all_reduce(c, count, dtype, op, kGpu);
+        }
+        for (int root : {0, c.size() - 1}) testing::check_broadcast(c, count, dtype, root, kGpu);
+        testing::check_send_recv_ring(c, count, dtype, kGpu);
+        testing::check_all_to_all(c, count, dtype, kGpu);
+        testing::check_async_overlap(c, count, dtype, kGpu);
+      },
+      CommOptions{std::chrono::seconds(20)});
 }
 
 std::string name_of(const ::testing::TestParamInfo<Params>& info) {
