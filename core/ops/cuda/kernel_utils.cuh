@@ -161,26 +161,28 @@ struct MatrixValues {
   __device__ float operator()(int64_t r, int64_t c) const { return as_float(x[r * cols + c]); }
 };
 
-// Temporary device memory ordered on this thread's stream: no device-wide sync on free, and not
-// charged to the memory tracker (it lives only inside one kernel call).
+// Temporary device memory for one kernel call, from the caching allocator like any tensor
+// (core/device_block_cache.h): reused in this thread's stream order, never synchronising on free,
+// and charged to the rank's tracker under the current category.
 class Scratch {
  public:
   explicit Scratch(size_t bytes) {
-    if (bytes) MT_CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream()));
-  }
-  ~Scratch() {
-    if (data_) cudaFreeAsync(data_, stream());
+    if (bytes == 0) return;
+    int device = 0;
+    MT_CUDA_CHECK(cudaGetDevice(&device));
+    const auto words = static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float));
+    buffer_ = Tensor::empty({words}, DType::f32, Device::cuda(device));
   }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
 
   template <typename T>
   T* as() const {
-    return static_cast<T*>(data_);
+    return buffer_.defined() ? static_cast<T*>(buffer_.raw_data()) : nullptr;
   }
 
  private:
-  void* data_ = nullptr;
+  Tensor buffer_;
 };
 
 // Rows of a row-major tensor whose last dim is the row: the product of the leading dims (also
