@@ -131,6 +131,8 @@ for p in $programs; do
       sed 's/^/    /'
     [[ -z $pass && -z $fail && -s $plog ]] && grep -E '^\[ RUN      \]' "$plog" | tail -n1 |
       sed 's/^\[ RUN      \]/    last test started:/'
+    # A benchmark's result tables (gpu_train_bench prints them after its runs, before its profile).
+    [[ $needs_gpu == *" $p "* ]] && sed -n '/^one GPU/,/^profile:/p' "$plog" | sed 's/^/    /'
   } >>"$summary"
   { echo "===== $p: $status, ${secs}s"; cat "$plog"; } >>"$log"
   passed_all=$((passed_all + ${pass:-0})) skipped_all=$((skipped_all + ${skip:-0}))
