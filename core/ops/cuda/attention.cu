@@ -102,9 +102,9 @@ __global__ void softmax_backward_kernel(T* d_scores, const float* d_probs, const
 // activations, the bf16 copy of P that the GEMMs read.
 struct SequenceProbs {
   Scratch probs, probs_low;
-  SequenceProbs(const AttentionDims& d, bool low)
-      : probs(d.square_count() * sizeof(float)),
-        probs_low(low ? d.square_count() * sizeof(bf16) : 0) {}
+  SequenceProbs(const Tensor& qkv, const AttentionDims& d, bool low)
+      : probs(qkv, d.square_count() * sizeof(float)),
+        probs_low(qkv, low ? d.square_count() * sizeof(bf16) : 0) {}
   // P as a GEMM operand in the activations' dtype.
   GemmMatrix operand(DType dtype, int64_t seq) const {
     return dtype == DType::bf16 ? head_squares(probs_low.as<bf16>(), dtype, seq)
@@ -140,7 +140,7 @@ void attention_forward(const Tensor& out, const Tensor& qkv, int num_heads) {
   const DType dtype = qkv.dtype();
   const int64_t ld = 3 * d.channels, hs = d.head_dim;
   const float scale = score_scale(d);
-  const SequenceProbs sp(d, dtype == DType::bf16);
+  const SequenceProbs sp(qkv, d, dtype == DType::bf16);
   for (int64_t b = 0; b < d.batch; ++b) {
     sequence_softmax(d, qkv, b, scale, sp);
     // out = P V.
@@ -161,9 +161,9 @@ void attention_backward(const Tensor& d_qkv, const Tensor& d_out, const Tensor& 
   const float scale = score_scale(d);
 
   // P (recomputed) and dP, f32; dS overwrites dP in f32, or goes to its own bf16 buffer.
-  const SequenceProbs sp(d, low);
-  Scratch d_p(d.square_count() * sizeof(float));
-  Scratch d_s_low(low ? d.square_count() * sizeof(bf16) : 0);
+  const SequenceProbs sp(qkv, d, low);
+  Scratch d_p(qkv, d.square_count() * sizeof(float));
+  Scratch d_s_low(qkv, low ? d.square_count() * sizeof(bf16) : 0);
   void* d_s = low ? static_cast<void*>(d_s_low.as<bf16>()) : static_cast<void*>(d_p.as<float>());
 
   for (int64_t b = 0; b < d.batch; ++b) {

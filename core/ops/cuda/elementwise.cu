@@ -93,7 +93,7 @@ double sum_squares(const Tensor& x) {
   use_device(x);
   if (x.numel() == 0) return 0.0;
   const int blocks = static_cast<int>(std::min<int64_t>(grid_size(x.numel()), kSumBlocks));
-  Scratch partial((static_cast<size_t>(blocks) + 1) * sizeof(double));
+  Scratch partial(x, (static_cast<size_t>(blocks) + 1) * sizeof(double));
   double* total = partial.as<double>() + blocks;
   dispatch_float(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

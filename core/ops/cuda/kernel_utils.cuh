@@ -166,12 +166,11 @@ struct MatrixValues {
 // and charged to the rank's tracker under the current category.
 class Scratch {
  public:
-  explicit Scratch(size_t bytes) {
+  // `bytes` on the device of `like` (an argument of the kernel).
+  Scratch(const Tensor& like, size_t bytes) {
     if (bytes == 0) return;
-    int device = 0;
-    MT_CUDA_CHECK(cudaGetDevice(&device));
     const auto words = static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float));
-    buffer_ = Tensor::empty({words}, DType::f32, Device::cuda(device));
+    buffer_ = Tensor::empty({words}, DType::f32, like.device());
   }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
