@@ -92,7 +92,7 @@ ShardContents write_shard(const std::string& partial, int rank,
   }
   ShardWriter writer(partial, shard_file_name(rank), std::move(plan), chunk_bytes);
   for (const StoredTensor& t : mine) {
-    const Tensor host = t.local.device().is_cpu() ? t.local : t.local.to(Device::cpu());
+    const Tensor host = t.local.on(Device::cpu());
     for (const LocalPiece& p : t.pieces) {
       if (shape_numel(p.global.shape) == 0) continue;
       if (p.global.shape == host.shape()) {

@@ -140,8 +140,10 @@ Tensor Tensor::to(Device device) const {
   return out;
 }
 
+Tensor Tensor::on(Device device) const { return this->device() == device ? *this : to(device); }
+
 std::vector<float> Tensor::to_vector() const {
-  const Tensor host = device().is_cpu() ? *this : to(Device::cpu());
+  const Tensor host = on(Device::cpu());
   std::vector<float> out(static_cast<size_t>(numel_));
   switch (dtype_) {
     case DType::f32:

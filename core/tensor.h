@@ -71,6 +71,7 @@ class Tensor {
   void zero_() const;  // handles are const; the data they point to is not
   void copy_from(const Tensor& src) const;  // same dtype and numel; any devices
   Tensor to(Device device) const;     // a copy on the given device
+  Tensor on(Device device) const;     // this tensor when it is on `device`, else to(device)
   Tensor clone() const { return to(device()); }
   // Values as f32 on the host (bf16 and i32 are converted).
   std::vector<float> to_vector() const;

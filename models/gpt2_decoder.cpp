@@ -22,9 +22,8 @@ Tensor host_value(const Parameter& p) {
   const Tensor& value = p.value();
   MT_CHECK(value.dtype() == DType::f32, "Gpt2Decoder: parameter '", name, "' must be f32, got ",
            value.describe());
-  if (value.device().is_cpu()) return value;
-  MemoryCategoryScope scope(MemoryCategory::param);
-  return value.to(Device::cpu());
+  MemoryCategoryScope scope(MemoryCategory::param);  // charged only when it copies
+  return value.on(Device::cpu());
 }
 
 // In place over one row of `count` scores: the softmax over the first `seen` keys, and zero for the

@@ -62,7 +62,7 @@ void SafetensorsWriter::write(std::string_view name, const Tensor& value, int64_
            offset, ", ", offset + count, ") of '", name, "', which has ", total);
   MT_CHECK(value.dtype() == DType::f32 || value.dtype() == DType::bf16, "safetensors '", path_,
            "': tensor '", name, "' must be f32 or bf16, got ", value.describe());
-  const Tensor host = value.device().is_cpu() ? value : value.to(Device::cpu());
+  const Tensor host = value.on(Device::cpu());
   const size_t size = dtype_size(spec.dtype);
   // Same dtype: straight from the tensor; otherwise through a converted buffer.
   const bool same_dtype = value.dtype() == spec.dtype;

@@ -83,7 +83,7 @@ void gather_parameters(TrainableState& state, const DeviceMesh& mesh, Model& mod
     MT_CHECK(at != index_of.end(), "held slot '", slot.name, "' is no parameter of the model");
     SlotPieces where = slot_pieces(slot, *all[at->second], mesh);
     SliceInfo info{at->second, std::move(where.local_shape), std::move(where.pieces)};
-    const Tensor host = slot.param.device().is_cpu() ? slot.param : slot.param.to(Device::cpu());
+    const Tensor host = slot.param.on(Device::cpu());
     const Tensor value = host.view(0, info.local_shape);
     owned[at->second] = {std::move(info), value};
   }
@@ -98,7 +98,7 @@ void gather_parameters(TrainableState& state, const DeviceMesh& mesh, Model& mod
     std::vector<Tensor> staged;
     std::vector<WorkPtr> sends;
     for (const auto& [index, entry] : owned) {
-      staged.push_back(via.is_cpu() ? entry.second : entry.second.to(via));
+      staged.push_back(entry.second.on(via));
       sends.push_back(world.send(staged.back(), 0));
     }
     for (const WorkPtr& w : sends) w->wait();
@@ -123,7 +123,7 @@ void gather_parameters(TrainableState& state, const DeviceMesh& mesh, Model& mod
       } else {
         local = Tensor::empty(s.local_shape, DType::f32, via);
         world.recv(local, rank)->wait();
-        if (!via.is_cpu()) local = local.to(Device::cpu());
+        local = local.on(Device::cpu());
       }
       copy_local_to_global(global, local, s.pieces);
       covered += local.numel();

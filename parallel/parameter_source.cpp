@@ -28,7 +28,7 @@ MaterializedValues::MaterializedValues(Model& model) {
     const Tensor& value = p->value();
     MT_CHECK(p->shape() == p->global_shape() && value.dtype() == DType::f32, "parameter '",
              p->name(), "' must hold its full fp32 value to be placed, got ", value.describe());
-    full_[p] = value.device().is_cpu() ? value : value.to(Device::cpu());
+    full_[p] = value.on(Device::cpu());
     p->release_tensors();
   }
 }

@@ -188,10 +188,10 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, std::strin
   MT_CHECK_GE(color, 0, "split: colors must be non-negative");
   // Learn every rank's (color, key) with one all-gather on this communicator.
   const Device device = exchange_device();
-  const Tensor mine = Tensor::from_vector(std::vector<int32_t>{color, key}, {2}).to(device);
+  const Tensor mine = Tensor::from_vector(std::vector<int32_t>{color, key}, {2}).on(device);
   const Tensor all = Tensor::empty({2 * size()}, DType::i32, device);
   all_gather_into(all, mine)->wait();
-  const Tensor host = all.device().is_cpu() ? all : all.to(Device::cpu());
+  const Tensor host = all.on(Device::cpu());
   const int32_t* v = host.data<int32_t>();
   std::vector<std::tuple<int, int>> members;  // (key, rank)
   for (int r = 0; r < size(); ++r)

@@ -16,8 +16,8 @@ std::vector<T> gather_8_byte(Communicator& comm, const std::vector<T>& mine) {
   // Stage through the device the backend moves data on (the host, or the GPU for nccl).
   const Device device = comm.exchange_device();
   Tensor out = Tensor::empty({2 * n * comm.size()}, DType::i32, device);
-  comm.all_gather_into(out, in.to(device))->wait();
-  if (!device.is_cpu()) out = out.to(Device::cpu());
+  comm.all_gather_into(out, in.on(device))->wait();
+  out = out.on(Device::cpu());
   std::vector<T> all(static_cast<size_t>(n * comm.size()));
   if (!all.empty()) std::memcpy(all.data(), out.raw_data(), all.size() * sizeof(T));
   return all;

@@ -23,7 +23,7 @@ Tensor f32_like(const Tensor& like, const Shape& shape) {
 }
 
 Tensor on_device_of(const Tensor& like, const Tensor& tokens) {
-  return tokens.device() == like.device() ? tokens : tokens.to(like.device());
+  return tokens.on(like.device());
 }
 
 void check_token_ids(const Tensor& ids, int64_t vocab, const char* what) {

@@ -231,7 +231,7 @@ void PipelineRunner::sum_tied_gradients() {
     // A GPU backend moves its GPU's memory only, so an offloaded (host) gradient travels there.
     const Device via =
         pp_.exchange_device().is_cuda() ? pp_.exchange_device() : slot.grad.device();
-    const Tensor mine = slot.grad.device() == via ? slot.grad : slot.grad.to(via);
+    const Tensor mine = slot.grad.on(via);
     std::vector<P2POp> exchange;
     std::vector<Tensor> theirs;
     for (int peer : tied->second) {
@@ -240,8 +240,7 @@ void PipelineRunner::sum_tied_gradients() {
       exchange.push_back({P2POp::recv, theirs.back(), peer});
     }
     for (const WorkPtr& w : pp_.batch_p2p(exchange)) w->wait();
-    for (const Tensor& t : theirs)
-      ops::axpy(slot.grad, 1.f, t.device() == slot.grad.device() ? t : t.to(slot.grad.device()));
+    for (const Tensor& t : theirs) ops::axpy(slot.grad, 1.f, t.on(slot.grad.device()));
   }
 }
 

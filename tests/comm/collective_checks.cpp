@@ -58,8 +58,7 @@ Tensor filled(int64_t n, DType dtype, const std::function<float(int64_t)>& value
 }
 
 Tensor filled(int64_t n, DType dtype, Device device, const std::function<float(int64_t)>& value) {
-  const Tensor host = filled(n, dtype, value);
-  return device.is_cpu() ? host : host.to(device);
+  return filled(n, dtype, value).on(device);
 }
 
 void expect_values(const Tensor& actual, const std::function<float(int64_t)>& expected,

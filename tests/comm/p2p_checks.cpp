@@ -16,8 +16,7 @@ float message(int src, int world, int k, int64_t i) {
 }
 
 Tensor on_comm_device(const Communicator& comm, const Tensor& host) {
-  const Device device = comm.exchange_device();
-  return device.is_cpu() ? host : host.to(device);
+  return host.on(comm.exchange_device());
 }
 
 Tensor outgoing(const Communicator& comm, int64_t n, DType dtype, int k) {
@@ -31,7 +30,7 @@ Tensor incoming(const Communicator& comm, int64_t n, DType dtype) {
 }
 
 void expect_message(const Tensor& got, int src, int world, int k, const char* what) {
-  const Tensor host = got.device().is_cpu() ? got : got.to(Device::cpu());
+  const Tensor host = got.on(Device::cpu());
   expect_values(host, [&](int64_t i) { return message(src, world, k, i); }, what);
 }
 

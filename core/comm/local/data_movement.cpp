@@ -66,10 +66,11 @@ Range chunk(int64_t numel, int world, int c) {
   return {begin, numel * (c + 1) / world - begin};
 }
 
-std::vector<Tensor> ins(const Slot& slot) {
-  std::vector<Tensor> out;
-  for (const Post& post : slot.posts) out.push_back(post.in);
-  return out;
+// Every rank's `in` (or `out`) buffer, by rank.
+std::vector<Tensor> buffers(const Slot& slot, Tensor Post::*which) {
+  std::vector<Tensor> all;
+  for (const Post& post : slot.posts) all.push_back(post.*which);
+  return all;
 }
 
 }  // namespace
@@ -87,16 +88,16 @@ void gather_from_peers(const Slot& slot, int rank) {
 
 void reduce_my_chunk(const Slot& slot, int rank) {
   const Tensor& out = slot.posts[rank].out;
-  reduce_range(out, 0, ins(slot), rank * out.numel(), out.numel(), slot.signature.reduce);
+  reduce_range(out, 0, buffers(slot, &Post::in), rank * out.numel(), out.numel(),
+               slot.signature.reduce);
 }
 
 void all_reduce_reduce_phase(const Slot& slot, int rank) {
   const int w = group_size(slot);
   const Tensor& mine = slot.posts[rank].out;
   const Range range = chunk(mine.numel(), w, rank);
-  std::vector<Tensor> buffers;
-  for (const Post& post : slot.posts) buffers.push_back(post.out);
-  reduce_range(mine, range.begin, buffers, range.begin, range.count, slot.signature.reduce);
+  reduce_range(mine, range.begin, buffers(slot, &Post::out), range.begin, range.count,
+               slot.signature.reduce);
 }
 
 void all_reduce_gather_phase(const Slot& slot, int rank) {
