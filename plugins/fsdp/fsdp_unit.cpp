@@ -48,18 +48,18 @@ FsdpUnit::FsdpUnit(std::string name, const std::vector<Parameter*>& params,
                                      config.groups.shard ? config.groups.shard->size() : 1)) {
   MT_CHECK(!params.empty(), "FSDP unit '", name_, "' has no parameters");
   compute_device_ = params.front()->device();
-  state_device_ = config_.offload ? Device::cpu() : compute_device_;
+  const Device state_device = config_.offload ? Device::cpu() : compute_device_;
   bool all_f32 = true;
   for (Parameter* p : params) all_f32 = all_f32 && p->dtype() == DType::f32;
   views_mode_ = shard_size() == 1 && all_f32 && config_.param_dtype == DType::f32 &&
                 config_.reduce_dtype == DType::f32 && !config_.offload;
   {
     MemoryCategoryScope scope(MemoryCategory::param);
-    master_ = Tensor::zeros({layout_.shard_numel}, DType::f32, state_device_);
+    master_ = Tensor::zeros({layout_.shard_numel}, DType::f32, state_device);
   }
   {
     MemoryCategoryScope scope(MemoryCategory::grad);
-    grad_shard_ = Tensor::zeros({layout_.grad_shard_numel}, DType::f32, state_device_);
+    grad_shard_ = Tensor::zeros({layout_.grad_shard_numel}, DType::f32, state_device);
   }
   for (const ParamShard& s : layout_.params) {
     const Layout layout = shard_layout(s);
@@ -109,11 +109,11 @@ void FsdpUnit::begin_unshard() {
   if (config_.param_dtype == DType::f32) {
     g.input = master_;  // safe: every gather completes before the optimizer writes the master
   } else {
-    g.input = Tensor::empty({layout_.shard_numel}, config_.param_dtype, state_device_);
+    g.input = Tensor::empty({layout_.shard_numel}, config_.param_dtype, master_.device());
     ops::cast(g.input, master_);
   }
   // Offloaded: the shard travels to the compute device (in param_dtype, the smaller copy).
-  if (config_.offload) g.input = g.input.to(compute_device_);
+  g.input = g.input.on(compute_device_);
   if (shard_size() == 1) {
     g.output = g.input;
   } else {
@@ -236,11 +236,11 @@ void FsdpUnit::finish_reduction(bool wait_for_replicas) {
   }
   MemoryCategoryScope scope(MemoryCategory::comm);
   // Offloaded: the reduced shard comes back to the host, where the optimizer steps.
-  const Tensor reduced = config_.offload ? red.output.to(state_device_) : red.output;
+  const Tensor reduced = red.output.on(master_.device());
   if (reduced.dtype() == DType::f32) {
     ops::axpy(grad_shard_, 1.f, reduced);
   } else {
-    Tensor widened = Tensor::empty({layout_.grad_shard_numel}, DType::f32, state_device_);
+    Tensor widened = Tensor::empty({layout_.grad_shard_numel}, DType::f32, master_.device());
     ops::cast(widened, reduced);
     ops::axpy(grad_shard_, 1.f, widened);
   }

@@ -128,8 +128,9 @@ class FsdpUnit {
   bool views_mode_ = false;
   ShardState state_ = ShardState::sharded;
   TrainingPhase phase_ = TrainingPhase::idle;
-  Device compute_device_;  // where full parameters, gradients and collectives live
-  Device state_device_;    // where the shards live: the host when offloaded
+  // Where full parameters, gradients and collectives live; the shards live on master_'s device
+  // (the host when offloaded).
+  Device compute_device_;
   Tensor master_;       // f32 [shard_numel]
   Tensor grad_shard_;   // f32 [grad_shard_numel]
   std::vector<Tensor> full_grads_;  // per parameter; kept across micro-batches when syncing last
