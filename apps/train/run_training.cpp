@@ -172,16 +172,22 @@ std::vector<StepMetrics> run_training(const TrainConfig& config, std::ostream& o
           shared ? std::filesystem::path(shared)
                  : std::filesystem::temp_directory_path() /
                        ("meshtrain-nccl-" + std::to_string(::getpid()));
-      FileStore store(store_dir);
       MemoryTracker memory;  // outlives the communicator and every tensor it may hold
       MemoryScope scope(&memory);
       const Device device = config.rank_device(mpirun_local_rank().value_or(0));
-      std::unique_ptr<Communicator> world =
-          nccl_world(store, rank, processes, device.index, comm_options(config));
+      std::unique_ptr<Communicator> world;
+      // The store serves the bootstrap only: a private one goes as soon as it is done with.
+      try {
+        FileStore store(store_dir);
+        world = nccl_world(store, rank, processes, device.index, comm_options(config));
+      } catch (...) {
+        if (!shared) std::filesystem::remove_all(store_dir);
+        throw;
+      }
+      if (!shared) std::filesystem::remove_all(store_dir);
       std::optional<TrainReporter> reporter;
       if (rank == 0) reporter.emplace(config, out, interactive);
       auto steps = train_rank(config, *world, memory, reporter ? &*reporter : nullptr, fault);
-      if (!shared) std::filesystem::remove_all(store_dir);
       return rank == 0 ? steps : std::vector<StepMetrics>{};
 #else
       throw NotSupported("--backend nccl: this build of meshtrain has no NCCL support");
