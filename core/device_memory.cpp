@@ -37,7 +37,11 @@ class HostBlockCache {
  public:
   static constexpr size_t kMinBytes = size_t{1} << 20;
 
+  // Keeps blocks of at least min_bytes (smaller ones are cheap to get again).
+  explicit HostBlockCache(size_t min_bytes) : min_bytes_(min_bytes) {}
+
   void* take(size_t bytes) {
+    if (bytes < min_bytes_) return nullptr;
     std::lock_guard lock(mutex_);
     auto it = free_.find(bytes);
     if (it == free_.end() || it->second.empty()) return nullptr;
@@ -47,6 +51,7 @@ class HostBlockCache {
     return ptr;
   }
   bool give(void* ptr, size_t bytes) {
+    if (bytes < min_bytes_) return false;
     std::lock_guard lock(mutex_);
     if (cached_ + bytes > max_cached_) return false;
     free_[bytes].push_back(ptr);
@@ -61,6 +66,7 @@ class HostBlockCache {
     return pages > 0 && page > 0 ? std::min(cap, static_cast<size_t>(pages) * page / 32) : cap;
   }
 
+  const size_t min_bytes_;
   std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   size_t cached_ = 0;
@@ -75,8 +81,15 @@ HostBlockCache& host_cache() {
     // threads fragment (measured: 3.6 GB more resident memory for gpt2-large on 8 local ranks).
     mallopt(M_MMAP_THRESHOLD, static_cast<int>(HostBlockCache::kMinBytes));
 #endif
-    return new HostBlockCache;  // never destroyed: frees may come late
+    return new HostBlockCache(HostBlockCache::kMinBytes);  // never destroyed: frees may come late
   }();
+  return *cache;
+}
+
+// Pinned blocks of every size: each cudaHostAlloc costs far more than a malloc, and each
+// cudaFreeHost synchronises the device.
+HostBlockCache& pinned_cache() {
+  static auto* cache = new HostBlockCache(0);  // never destroyed: frees may come late
   return *cache;
 }
 
@@ -198,8 +211,7 @@ void* device_alloc(Device device, size_t bytes) {
   if (bytes == 0) return nullptr;
   if (device.is_cpu()) {
     const size_t block = host_block_bytes(bytes);
-    if (block >= HostBlockCache::kMinBytes)
-      if (void* cached = host_cache().take(block)) return cached;
+    if (void* cached = host_cache().take(block)) return cached;
     void* ptr = std::aligned_alloc(kHostAlignment, block);
     if (!ptr) throw Error(detail::concat("out of host memory allocating ", bytes, " bytes"));
     return ptr;
@@ -217,12 +229,41 @@ void device_free(Device device, void* ptr, size_t bytes) {
   if (!ptr) return;
   if (device.is_cpu()) {
     const size_t block = host_block_bytes(bytes);
-    if (block >= HostBlockCache::kMinBytes && host_cache().give(ptr, block)) return;
+    if (host_cache().give(ptr, block)) return;
     std::free(ptr);
     return;
   }
 #if MESHTRAIN_HAS_CUDA
   cuda_block_cache(device).free(ptr);  // throws only for a pointer it never handed out
+#endif
+}
+
+void* pinned_host_alloc(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  const size_t block = host_block_bytes(bytes);
+  if (void* cached = pinned_cache().take(block)) return cached;
+#if MESHTRAIN_HAS_CUDA
+  if (cuda_device_count() == 0)
+    throw NotSupported(
+        "pinned host memory needs a visible CUDA device, and this process sees none");
+  void* ptr = nullptr;
+  const cudaError_t status = cudaHostAlloc(&ptr, block, cudaHostAllocPortable);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // clears it: a later launch check would report it as its own
+    throw Error(detail::concat("out of pinned host memory allocating ", bytes, " bytes"));
+  }
+  check_cuda(status, "cudaHostAlloc");
+  return ptr;
+#else
+  no_cuda("pinned host memory");
+#endif
+}
+
+void pinned_host_free(void* ptr, size_t bytes) {
+  if (!ptr) return;
+  if (pinned_cache().give(ptr, host_block_bytes(bytes))) return;
+#if MESHTRAIN_HAS_CUDA
+  cudaFreeHost(ptr);  // errors ignored: the runtime may already be torn down at process exit
 #endif
 }
 
@@ -248,11 +289,12 @@ void device_memcpy(void* dst, Device dst_device, const void* src, Device src_dev
     return;
   }
 #if MESHTRAIN_HAS_CUDA
-  set_device(dst_device.is_cuda() ? dst_device : src_device);
+  const Device gpu = dst_device.is_cuda() ? dst_device : src_device;
+  set_device(gpu);
   check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStreamPerThread),
              "cudaMemcpyAsync");
-  if (dst_device.is_cpu() || src_device.is_cpu())
-    check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize");
+  // The host reads what came back, or may free or overwrite what went out, once this returns.
+  if (dst_device.is_cpu() || src_device.is_cpu()) device_synchronize(gpu);
 #else
   no_cuda("device_memcpy");
 #endif

@@ -26,17 +26,29 @@ std::string shape_string(const Shape& shape) {
   return out.str();
 }
 
-Storage::Storage(size_t bytes, Device device)
-    : data_(device_alloc(device, bytes)),
+namespace {
+void* allocate(size_t bytes, Device device, HostMemory host_memory) {
+  if (host_memory == HostMemory::pageable) return device_alloc(device, bytes);
+  MT_CHECK(device.is_cpu(), "pinned memory is host memory, not ", to_string(device));
+  return pinned_host_alloc(bytes);
+}
+}  // namespace
+
+Storage::Storage(size_t bytes, Device device, HostMemory host_memory)
+    : data_(allocate(bytes, device, host_memory)),
       bytes_(bytes),
       device_(device),
+      pinned_(host_memory == HostMemory::pinned),
       tracker_(current_memory_tracker()),
       category_(current_memory_category()) {
   if (tracker_) tracker_->on_alloc(device_, category_, bytes_);
 }
 
 Storage::~Storage() {
-  device_free(device_, data_, bytes_);
+  if (pinned_)
+    pinned_host_free(data_, bytes_);
+  else
+    device_free(device_, data_, bytes_);
   if (tracker_) tracker_->on_free(device_, category_, bytes_);
 }
 
@@ -54,6 +66,18 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
+  t.zero_();
+  return t;
+}
+
+Tensor Tensor::empty_pinned(const Shape& shape, DType dtype) {
+  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  return Tensor(std::make_shared<Storage>(bytes, Device::cpu(), HostMemory::pinned), 0, shape,
+                dtype);
+}
+
+Tensor Tensor::zeros_pinned(const Shape& shape, DType dtype) {
+  Tensor t = empty_pinned(shape, dtype);
   t.zero_();
   return t;
 }
@@ -161,7 +185,8 @@ std::vector<float> Tensor::to_vector() const {
 
 std::string Tensor::describe() const {
   if (!defined()) return "undefined tensor";
-  return detail::concat(dtype_name(dtype_), shape_string(shape_), " on ", to_string(device()));
+  return detail::concat(dtype_name(dtype_), shape_string(shape_), " on ", to_string(device()),
+                        pinned() ? " (pinned)" : "");
 }
 
 }  // namespace meshtrain

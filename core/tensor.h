@@ -17,10 +17,14 @@ using Shape = std::vector<int64_t>;
 int64_t shape_numel(const Shape& shape);
 std::string shape_string(const Shape& shape);  // "[2, 3]"
 
+// Where a host allocation comes from: ordinary (pageable) memory, or page-locked memory that GPU
+// copies reach directly (pinned_host_alloc).
+enum class HostMemory { pageable, pinned };
+
 // Owns one allocation and charges it to the tracker and category current at creation.
 class Storage {
  public:
-  Storage(size_t bytes, Device device);
+  Storage(size_t bytes, Device device, HostMemory host_memory = HostMemory::pageable);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -28,11 +32,13 @@ class Storage {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
+  bool pinned() const { return pinned_; }
 
  private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
   Device device_;
+  bool pinned_ = false;
   MemoryTracker* tracker_ = nullptr;
   MemoryCategory category_ = MemoryCategory::other;
 };
@@ -43,6 +49,9 @@ class Tensor {
 
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
   static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+  // Host tensors in pinned memory (pinned_host_alloc): what GPU copies stream from and into.
+  static Tensor empty_pinned(const Shape& shape, DType dtype);
+  static Tensor zeros_pinned(const Shape& shape, DType dtype);
   // A host f32 (or i32) tensor holding the given values; values.size() must equal the numel.
   static Tensor from_vector(const std::vector<float>& values, const Shape& shape);
   static Tensor from_vector(const std::vector<int32_t>& values, const Shape& shape);
@@ -55,6 +64,7 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
   DType dtype() const { return dtype_; }
   Device device() const { return storage_ ? storage_->device() : Device::cpu(); }
+  bool pinned() const { return storage_ && storage_->pinned(); }
   int64_t offset() const { return offset_; }  // in elements, into the storage
   const std::shared_ptr<Storage>& storage() const { return storage_; }
 
