@@ -77,10 +77,31 @@ void Communicator::count(CommOp op, uint64_t sent, uint64_t received) {
   counters_.calls[i] += 1;
 }
 
+void Communicator::check_placement(const Tensor& out, const Tensor& in, std::string_view op,
+                                   Crossing crossing) const {
+  const auto name = [&](const char* which) { return detail::concat(op, " ", which); };
+  const bool gpu_in = in.defined() && in.device().is_cuda();
+  const bool gpu_out = out.defined() && out.device().is_cuda();
+  if (crossing == Crossing::host_in && gpu_out && in.defined() && in.device().is_cpu()) {
+    check_buffer(out, name("out"));  // the backend reads `in` from the host on its own stream
+    return;
+  }
+  if (crossing == Crossing::host_out && gpu_in && out.defined() && out.device().is_cpu()) {
+    check_buffer(in, name("in"));  // the backend writes `out` to the host on its own stream
+    return;
+  }
+  check_buffer(out, name("out"));
+  check_buffer(in, name("in"));
+  const char* allowed = crossing == Crossing::host_in    ? " (or in on the host, out on a GPU)"
+                        : crossing == Crossing::host_out ? " (or out on the host, in on a GPU)"
+                                                         : "";
+  MT_CHECK(in.device() == out.device(), op, ": in and out must be on one device", allowed,
+           "; got in ", in.describe(), " and out ", out.describe());
+}
+
 WorkPtr Communicator::all_gather_into(const Tensor& out, const Tensor& in) {
   require(CommOp::all_gather);
-  check_buffer(out, "all_gather out");
-  check_buffer(in, "all_gather in");
+  check_placement(out, in, "all_gather", Crossing::host_in);
   check_same_dtype(in, out, "all_gather");
   MT_CHECK_EQ(out.numel(), in.numel() * size(), "all_gather: out must hold world size (", size(),
               ") times in's elements");
@@ -92,8 +113,7 @@ WorkPtr Communicator::all_gather_into(const Tensor& out, const Tensor& in) {
 
 WorkPtr Communicator::reduce_scatter_into(const Tensor& out, const Tensor& in, ReduceOp op) {
   require(CommOp::reduce_scatter);
-  check_buffer(out, "reduce_scatter out");
-  check_buffer(in, "reduce_scatter in");
+  check_placement(out, in, "reduce_scatter", Crossing::host_out);
   check_same_dtype(in, out, "reduce_scatter");
   MT_CHECK_EQ(in.numel(), out.numel() * size(), "reduce_scatter: in must hold world size (",
               size(), ") times out's elements");
@@ -165,8 +185,7 @@ std::vector<WorkPtr> Communicator::batch_p2p(const std::vector<P2POp>& ops) {
 
 WorkPtr Communicator::all_to_all(const Tensor& out, const Tensor& in) {
   require(CommOp::all_to_all);
-  check_buffer(out, "all_to_all out");
-  check_buffer(in, "all_to_all in");
+  check_placement(out, in, "all_to_all", Crossing::none);
   check_same_dtype(in, out, "all_to_all");
   MT_CHECK_EQ(in.numel(), out.numel(), "all_to_all: in and out sizes");
   MT_CHECK_EQ(in.numel() % size(), 0, "all_to_all: elements must divide by the group size ",

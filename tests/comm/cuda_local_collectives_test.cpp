@@ -1,7 +1,8 @@
 // The local backend over CUDA memory: ranks as threads sharing one GPU, every collective and
 // point-to-point transfer checked against closed-form values (the host suite's checks with device
-// buffers), the ordering of device copies after each rank's queued kernels, and the refusal to mix
-// host and device buffers in one op. Every case skips without a GPU.
+// buffers), the ordering of device copies after each rank's queued kernels, offload's host
+// crossings, and the refusal to mix host and device buffers otherwise. Every case skips without a
+// GPU.
 #include <gtest/gtest.h>
 
 #include <tuple>
@@ -94,6 +95,60 @@ TEST(CudaLocalBackend, InPlaceAllToAllReadsTheStagedCopy) {
           return 2.0f * testing::contribution(static_cast<int>(i / n), kWorld, r * n + i % n);
         },
         "in-place all_to_all");
+  });
+}
+
+// Offload's crossings: an all-gather reads every rank's input from host memory into GPU outputs,
+// a reduce-scatter reduces GPU inputs into host outputs; the copies run on the progress threads'
+// streams behind the kernels each rank queued before the op.
+TEST(CudaLocalBackend, CopiesHostInputsInAndHostOutputsOut) {
+  MT_REQUIRE_GPU();
+  constexpr int kWorld = 4;
+  constexpr int64_t n = int64_t{1} << 20;  // elements each rank contributes
+  for (const bool pinned : {false, true}) {
+    SCOPED_TRACE(pinned ? "pinned" : "pageable");
+    spawn_ranks(kWorld, [&](RankContext& ctx) {
+      const int r = ctx.rank;
+      const auto on_host = [&](const Tensor& t) {
+        const Tensor host = pinned ? Tensor::empty_pinned(t.shape(), t.dtype())
+                                   : Tensor::empty(t.shape(), t.dtype());
+        host.copy_from(t);
+        return host;
+      };
+      const Tensor in = on_host(testing::filled(
+          n, DType::f32, [&](int64_t i) { return testing::contribution(r, kWorld, i); }));
+      const Tensor gathered = Tensor::zeros({kWorld * n}, DType::f32, kGpu);
+      ops::scale(gathered, 3.0f);  // queued: the op must overwrite what it writes
+      ctx.world.all_gather_into(gathered, in)->wait();
+      testing::expect_values(
+          gathered,
+          [&](int64_t i) { return testing::contribution(static_cast<int>(i / n), kWorld, i % n); },
+          "all_gather from the host");
+
+      ops::scale(gathered, 2.0f);  // queued: the reduction must read what it writes
+      const Tensor reduced = on_host(Tensor::zeros({n}));
+      ctx.world.reduce_scatter_into(reduced, gathered, ReduceOp::sum)->wait();
+      EXPECT_EQ(reduced.pinned(), pinned);
+      testing::expect_values(
+          reduced, [&](int64_t i) { return 2.0f * kWorld * testing::contribution(r, kWorld, i); },
+          "reduce_scatter to the host");
+    });
+  }
+}
+
+TEST(CudaLocalBackend, OnlyOffloadsCrossingsMixHostAndDeviceBuffers) {
+  MT_REQUIRE_GPU();
+  spawn_ranks(1, [](RankContext& ctx) {
+    const Tensor host = Tensor::zeros({8});
+    const Tensor gpu = Tensor::zeros({8}, DType::f32, kGpu);
+    testing::expect_error<InvalidArgument>([&] { ctx.world.all_gather_into(host, gpu); },
+                                           "in and out must be on one device",
+                                           "or in on the host, out on a GPU");
+    testing::expect_error<InvalidArgument>(
+        [&] { ctx.world.reduce_scatter_into(gpu, host, ReduceOp::sum); },
+        "or out on the host, in on a GPU");
+    testing::expect_error<InvalidArgument>([&] { ctx.world.all_to_all(gpu, host); },
+                                           "in and out must be on one device");
   });
 }
 

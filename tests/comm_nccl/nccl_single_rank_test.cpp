@@ -1,5 +1,5 @@
 // The nccl backend with one rank on GPU 0: every op in closed form, argument checks, Work waits,
-// timeouts and split. Runs on any machine with a GPU.
+// timeouts, split and offload's host crossings. Runs on any machine with a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -9,6 +9,8 @@
 
 #include "core/comm/nccl/nccl_world.h"
 #include "core/error.h"
+#include "core/ops/ops.h"
+#include "tests/comm/collective_checks.h"
 #include "tests/comm_nccl/nccl_collective_checks.h"
 #include "tests/comm_nccl/nccl_test_support.h"
 
@@ -76,14 +78,37 @@ TEST_F(NcclSingleRank, RejectsHostAndUndefinedBuffers) {
   const Tensor gpu = Tensor::zeros({8}, DType::f32, kGpu);
   EXPECT_THROW(comm_->all_reduce(host, ReduceOp::sum), InvalidArgument);
   EXPECT_THROW(comm_->all_reduce(Tensor(), ReduceOp::sum), InvalidArgument);
-  EXPECT_THROW(comm_->all_gather_into(gpu, host), InvalidArgument);
   EXPECT_THROW(comm_->all_gather_into(host, gpu), InvalidArgument);
+  EXPECT_THROW(comm_->all_gather_into(host, host), InvalidArgument);
+  EXPECT_THROW(comm_->reduce_scatter_into(gpu, host, ReduceOp::sum), InvalidArgument);
   EXPECT_THROW(comm_->broadcast(host, 0), InvalidArgument);
   EXPECT_THROW(comm_->all_to_all(gpu, host), InvalidArgument);
   try {
     comm_->all_reduce(host, ReduceOp::sum);
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("cuda:0"), std::string::npos) << e.what();
+  }
+}
+
+// Offload's crossings: an all-gather reads its input from host memory, a reduce-scatter writes
+// its output there, each copied on the comm stream behind the kernels queued before the op.
+TEST_F(NcclSingleRank, CopiesHostInputsInAndHostOutputsOut) {
+  constexpr int64_t n = int64_t{1} << 22;  // long enough for the queued kernel to still run
+  for (const bool pinned : {false, true}) {
+    SCOPED_TRACE(pinned ? "pinned" : "pageable");
+    const Tensor host_in = pinned ? Tensor::empty_pinned({n}, DType::f32) : Tensor::empty({n});
+    host_in.copy_from(testing::filled(n, DType::f32, [](int64_t i) { return i % 7; }));
+    const Tensor gathered = Tensor::zeros({n}, DType::f32, kGpu);
+    ops::scale(gathered, 3.0f);  // queued before the op, which must overwrite what it writes
+    comm_->all_gather_into(gathered, host_in)->wait();
+    testing::expect_values(
+        gathered, [](int64_t i) { return i % 7; }, "all_gather from the host");
+
+    const Tensor host_out = pinned ? Tensor::empty_pinned({n}, DType::f32) : Tensor::empty({n});
+    ops::scale(gathered, 2.0f);  // queued: the reduction must read what it writes
+    comm_->reduce_scatter_into(host_out, gathered, ReduceOp::sum)->wait();
+    testing::expect_values(
+        host_out, [](int64_t i) { return 2 * (i % 7); }, "reduce_scatter to the host");
   }
 }
 

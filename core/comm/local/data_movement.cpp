@@ -29,11 +29,26 @@ void copy(const Tensor& to, size_t to_offset, const Tensor& from, size_t from_of
     device_memcpy(dst, to.device(), src, from.device(), bytes);
 }
 
+// Where a reduction into `out` runs: on out's device, or, for a host out with sources on a GPU
+// (offload's copy-out), on that GPU, so that one reduced chunk crosses to the host, not W.
+Device reduction_device(const Tensor& out, const std::vector<Tensor>& srcs) {
+  if (out.device().is_cuda()) return out.device();
+  for (const Tensor& src : srcs)
+    if (src.device().is_cuda()) return src.device();
+  return out.device();
+}
+
 // out[begin, begin + n) <- reduction over ranks j of srcs[j][begin, begin + n) (element offsets).
-// A device reduction reads every source on out's device: a source on another GPU is copied there.
+// A device reduction reads every source on its device: a source on another is copied there.
 void reduce_range(const Tensor& out, int64_t out_begin, const std::vector<Tensor>& srcs,
                   int64_t src_begin, int64_t n, ReduceOp op) {
   const size_t element = dtype_size(out.dtype());
+  if (const Device where = reduction_device(out, srcs); where != out.device()) {
+    const Tensor reduced = Tensor::empty({n}, out.dtype(), where);
+    reduce_range(reduced, 0, srcs, src_begin, n, op);
+    copy(out, out_begin * element, reduced, 0, n * element);  // waits: out is on the host
+    return;
+  }
   std::vector<Tensor> staged;  // keeps the staging copies alive until the reduction is queued
   std::vector<const void*> ptrs;
   for (const Tensor& src : srcs) {

@@ -31,9 +31,12 @@ void check_reduction(DType dtype, ReduceOp op, std::string_view what) {
            ": avg is not defined on i32 buffers; use sum or max");
 }
 
-// The device a collective's buffers live on (the host for a barrier).
+// The GPU a collective moves data on, when one of its buffers is there (an offloaded host
+// buffer crosses to the other's GPU); the host otherwise, and for a barrier.
 Device device_of(const Tensor& in, const Tensor& out) {
-  return out.defined() ? out.device() : in.defined() ? in.device() : Device::cpu();
+  if (out.defined() && out.device().is_cuda()) return out.device();
+  if (in.defined() && in.device().is_cuda()) return in.device();
+  return Device::cpu();
 }
 
 // Device copies run on the progress thread's own stream; they must be finished before the rank

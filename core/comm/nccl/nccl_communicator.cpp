@@ -40,27 +40,52 @@ WorkPtr NcclCommunicator::work_after_enqueued(std::string what, std::vector<Tens
 }
 
 template <typename Call>
-WorkPtr NcclCommunicator::launch(CommOp op, size_t bytes, std::vector<Tensor> buffers,
-                                 Call&& call) {
+WorkPtr NcclCommunicator::launch(CommOp op, size_t bytes, std::vector<Tensor> buffers, Call&& call,
+                                 const std::function<void(cudaStream_t)>& then) {
   std::string what = describe(op, bytes);
   // Every rank has the same sizes, so all skip together.
   if (bytes == 0) return std::make_shared<CompletedWork>(std::move(what), options().timeout);
   enqueue(what, std::forward<Call>(call));
+  if (then) then(context_->stream());
   return work_after_enqueued(std::move(what), std::move(buffers));
 }
 
+namespace {
+// Offload's crossings between host and device memory, queued on the comm stream.
+void copy_on_stream(const Tensor& to, const Tensor& from, cudaStream_t stream) {
+  check_cuda(
+      cudaMemcpyAsync(to.raw_data(), from.raw_data(), from.nbytes(), cudaMemcpyDefault, stream),
+      "cudaMemcpyAsync between host and device memory");
+}
+}  // namespace
+
 WorkPtr NcclCommunicator::do_all_gather(const Tensor& out, const Tensor& in) {
-  return launch(CommOp::all_gather, out.nbytes(), {out, in}, [&](ncclComm_t comm, cudaStream_t s) {
-    return ncclAllGather(in.raw_data(), out.raw_data(), in.numel(), to_nccl(in.dtype()), comm, s);
-  });
+  // An input in host memory is copied in first, on the comm stream.
+  const bool copy_in = in.device().is_cpu();
+  const Tensor source = copy_in ? Tensor::empty(in.shape(), in.dtype(), out.device()) : in;
+  return launch(CommOp::all_gather, out.nbytes(), {out, in, source},
+                [&](ncclComm_t comm, cudaStream_t s) {
+                  if (copy_in) copy_on_stream(source, in, s);
+                  return ncclAllGather(source.raw_data(), out.raw_data(), in.numel(),
+                                       to_nccl(in.dtype()), comm, s);
+                });
 }
 
 WorkPtr NcclCommunicator::do_reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
-  return launch(CommOp::reduce_scatter, in.nbytes(), {out, in},
-                [&](ncclComm_t comm, cudaStream_t s) {
-                  return ncclReduceScatter(in.raw_data(), out.raw_data(), out.numel(),
-                                           to_nccl(in.dtype()), to_nccl(op), comm, s);
-                });
+  // An output in host memory is reduced into device memory, then copied out on the comm stream
+  // once NCCL has enqueued the reduction (a non-blocking communicator may still be enqueuing it
+  // when the call returns).
+  const bool copy_out = out.device().is_cpu();
+  const Tensor reduced = copy_out ? Tensor::empty(out.shape(), out.dtype(), in.device()) : out;
+  std::function<void(cudaStream_t)> then;
+  if (copy_out) then = [&](cudaStream_t s) { copy_on_stream(out, reduced, s); };
+  return launch(
+      CommOp::reduce_scatter, in.nbytes(), {out, in, reduced},
+      [&](ncclComm_t comm, cudaStream_t s) {
+        return ncclReduceScatter(in.raw_data(), reduced.raw_data(), out.numel(),
+                                 to_nccl(in.dtype()), to_nccl(op), comm, s);
+      },
+      then);
 }
 
 WorkPtr NcclCommunicator::do_all_reduce(const Tensor& buffer, ReduceOp op) {

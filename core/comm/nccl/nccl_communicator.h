@@ -1,6 +1,8 @@
 // The nccl backend's Communicator: every op runs on the communicator's own CUDA stream, after
 // the work already queued on the caller's stream (cudaStreamPerThread), and returns an NcclWork.
-// Buffers must live on this communicator's GPU. An op returns once NCCL has enqueued it.
+// Buffers must live on this communicator's GPU, but for offload's host buffers (an all-gather's
+// in, a reduce-scatter's out), which cross through device memory by copies on the comm stream.
+// An op returns once NCCL has enqueued it.
 // Point-to-point: the ops of one batch_p2p() form one NCCL group (ncclGroupStart/End), which NCCL
 // runs as a whole, so sends and receives of a batch cannot wait for each other; separate send()
 // and recv() calls run one after the other on the stream, so a receive issued before a send
@@ -8,6 +10,7 @@
 // (every rank knows the sizes), and NCCL cannot detect a size mismatch between the two sides.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,9 +47,11 @@ class NcclCommunicator final : public Communicator {
   // or group) and waits until NCCL has enqueued it; `what` names it in errors.
   template <typename Call>
   void enqueue(const std::string& what, Call&& call);
-  // enqueue(), then a Work done when the op is (complete at once when it moves no bytes).
+  // enqueue(), then `then` (more work on the comm stream behind the op, when given), then a Work
+  // done when all of it is (complete at once when the op moves no bytes).
   template <typename Call>
-  WorkPtr launch(CommOp op, size_t bytes, std::vector<Tensor> buffers, Call&& call);
+  WorkPtr launch(CommOp op, size_t bytes, std::vector<Tensor> buffers, Call&& call,
+                 const std::function<void(cudaStream_t)>& then = nullptr);
   // A Work done when what the stream holds so far is.
   WorkPtr work_after_enqueued(std::string what, std::vector<Tensor> buffers);
 
