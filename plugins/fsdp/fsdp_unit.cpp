@@ -48,18 +48,19 @@ FsdpUnit::FsdpUnit(std::string name, const std::vector<Parameter*>& params,
                                      config.groups.shard ? config.groups.shard->size() : 1)) {
   MT_CHECK(!params.empty(), "FSDP unit '", name_, "' has no parameters");
   compute_device_ = params.front()->device();
-  const Device state_device = config_.offload ? Device::cpu() : compute_device_;
   bool all_f32 = true;
   for (Parameter* p : params) all_f32 = all_f32 && p->dtype() == DType::f32;
   views_mode_ = shard_size() == 1 && all_f32 && config_.param_dtype == DType::f32 &&
                 config_.reduce_dtype == DType::f32 && !config_.offload;
   {
     MemoryCategoryScope scope(MemoryCategory::param);
-    master_ = Tensor::zeros({layout_.shard_numel}, DType::f32, state_device);
+    master_ = shard_tensor(layout_.shard_numel, DType::f32);
+    master_.zero_();
   }
   {
     MemoryCategoryScope scope(MemoryCategory::grad);
-    grad_shard_ = Tensor::zeros({layout_.grad_shard_numel}, DType::f32, state_device);
+    grad_shard_ = shard_tensor(layout_.grad_shard_numel, DType::f32);
+    grad_shard_.zero_();
   }
   for (const ParamShard& s : layout_.params) {
     const Layout layout = shard_layout(s);
@@ -76,6 +77,12 @@ FsdpUnit::FsdpUnit(std::string name, const std::vector<Parameter*>& params,
   } else {
     reshard(ShardState::sharded);
   }
+}
+
+Tensor FsdpUnit::shard_tensor(int64_t numel, DType dtype) const {
+  if (!config_.offload) return Tensor::empty({numel}, dtype, compute_device_);
+  if (compute_device_.is_cuda()) return Tensor::empty_pinned({numel}, dtype);
+  return Tensor::empty({numel}, dtype, Device::cpu());
 }
 
 void FsdpUnit::install_views() {
@@ -109,13 +116,13 @@ void FsdpUnit::begin_unshard() {
   if (config_.param_dtype == DType::f32) {
     g.input = master_;  // safe: every gather completes before the optimizer writes the master
   } else {
-    g.input = Tensor::empty({layout_.shard_numel}, config_.param_dtype, master_.device());
+    g.input = shard_tensor(layout_.shard_numel, config_.param_dtype);
     ops::cast(g.input, master_);
   }
-  // Offloaded: the shard travels to the compute device (in param_dtype, the smaller copy).
-  g.input = g.input.on(compute_device_);
+  // Offloaded, the shard crosses to the compute device in param_dtype (the smaller copy): inside
+  // the all-gather, on the backend's stream, or here for a shard group of one.
   if (shard_size() == 1) {
-    g.output = g.input;
+    g.output = g.input.on(compute_device_);
   } else {
     g.output = Tensor::empty({shard_size() * layout_.shard_numel}, config_.param_dtype,
                              compute_device_);
@@ -206,7 +213,11 @@ void FsdpUnit::reduce_grads(bool last_micro_batch) {
   if (shard_size() == 1) {
     red.output = red.staging;
   } else {
-    red.output = Tensor::empty({segment}, config_.reduce_dtype, compute_device_);
+    // Offloaded, the reduce-scatter copies the reduced shard out to the host itself, unless
+    // replicas still have to sum it on the compute device.
+    red.output = config_.groups.replicate
+                     ? Tensor::empty({segment}, config_.reduce_dtype, compute_device_)
+                     : shard_tensor(segment, config_.reduce_dtype);
     const trace::CommLabel label(name_);
     red.scatter = config_.groups.shard->reduce_scatter_into(red.output, red.staging, ReduceOp::sum);
   }
@@ -235,7 +246,8 @@ void FsdpUnit::finish_reduction(bool wait_for_replicas) {
     wait(red.replicate);
   }
   MemoryCategoryScope scope(MemoryCategory::comm);
-  // Offloaded: the reduced shard comes back to the host, where the optimizer steps.
+  // Offloaded: the reduced shard comes back to the host (if the collective did not bring it),
+  // where the optimizer steps.
   const Tensor reduced = red.output.on(master_.device());
   if (reduced.dtype() == DType::f32) {
     ops::axpy(grad_shard_, 1.f, reduced);
