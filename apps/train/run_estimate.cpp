@@ -9,7 +9,7 @@
 
 namespace meshtrain {
 
-double estimate_rank_bytes(const TrainConfig& config) {
+double estimate_rank_host_bytes(const TrainConfig& config) {
   const MeshLayout mesh = config.effective_mesh();
   const auto size = [&](std::string_view axis) {
     return mesh.has_axis(axis) ? static_cast<double>(mesh.axis_size(axis)) : 1.0;
@@ -18,15 +18,20 @@ double estimate_rank_bytes(const TrainConfig& config) {
   const double dp = static_cast<double>(mesh.span_size(mesh_axis::dp));
   // FSDP shards over the data axes unless told not to; hybrid shards within dp_shard only.
   double shard = dp;
-  if (const auto fsdp = config.strategies.find("fsdp"); fsdp != config.strategies.end())
+  bool offload = false;
+  if (const auto fsdp = config.strategies.find("fsdp"); fsdp != config.strategies.end()) {
     if (const auto mode = fsdp->second.find("mode"); mode != fsdp->second.end())
       shard = mode->second == "none" ? 1.0 : mode->second == "hybrid" ? size(mesh_axis::dp_shard) : dp;
+    const auto flag = fsdp->second.find("offload");
+    offload = flag != fsdp->second.end() && flag->second == "true";
+  }
   const double params = static_cast<double>(config.model.num_parameters());
   const double model_state = 16.0 * params / (tp * pp * shard);  // fp32 master, grad, 2 moments
   const double tokens = static_cast<double>(config.batch) / dp * static_cast<double>(config.seq) /
                         static_cast<double>(config.grad_accum);
   const double logits = 4.0 * tokens * static_cast<double>(config.model.vocab) / tp;
   const double overhead = config.backend == BackendKind::local ? kLocalRankOverheadBytes : 0.0;
+  if (config.device == DeviceKind::cuda) return (offload ? model_state : 0.0) + overhead;
   return model_state + logits + overhead;
 }
 

@@ -1,6 +1,7 @@
-// What a run will need, known before it starts: the bytes one rank holds at least (the ZeRO model
-// state of its shard, the logits of its micro-batch and the local backend's per-rank overhead), and
-// the checks built on it. An estimate from below: a run it refuses cannot fit.
+// What a run will need, known before it starts: the host bytes one rank holds at least (the ZeRO
+// model state of its shard, the logits of its micro-batch and the local backend's per-rank
+// overhead; on GPUs only the overhead and, offloaded, the model state), and the checks built on
+// it. An estimate from below: a run it refuses cannot fit.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +15,8 @@ namespace meshtrain {
 // tiny model at --world 100 and 500 peaked at 333 MB and 1,558 MB resident, 3.1 MB per rank.
 inline constexpr double kLocalRankOverheadBytes = 3.0 * (1 << 20);
 
-// A lower bound of one rank's peak bytes, in double so that no size overflows.
-double estimate_rank_bytes(const TrainConfig& config);
+// A lower bound of one rank's peak host bytes, in double so that no size overflows.
+double estimate_rank_host_bytes(const TrainConfig& config);
 // Bytes the machine has (physical memory), 0 when unknown.
 double machine_memory_bytes();
 // Bytes free for an unprivileged writer in the file system of `folder`, negative when unknown.

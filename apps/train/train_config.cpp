@@ -145,14 +145,15 @@ void TrainConfig::validate() const {
   MT_CHECK(backend != BackendKind::nccl || device == DeviceKind::cuda,
            "--backend nccl moves GPU buffers: add --device cuda");
   if (device == DeviceKind::cuda) rank_device(0);  // a GPU is there
-  // Host memory bounds a host run; a GPU run keeps its state on the GPUs.
-  const double per_rank = estimate_rank_bytes(*this);
-  const double machine = device == DeviceKind::cpu ? machine_memory_bytes() : 0.0;
+  // Host memory bounds a host run, and a GPU run's offloaded state.
+  const double per_rank = estimate_rank_host_bytes(*this);
+  const double machine = machine_memory_bytes();
   const double ranks_here = backend == BackendKind::local ? world : 1;
   MT_CHECK(machine == 0.0 || per_rank * ranks_here <= machine, "the run needs at least ",
-           static_cast<int64_t>(per_rank * ranks_here / (1 << 20)), " MiB (",
-           static_cast<int64_t>(per_rank / (1 << 20)), " MiB for each of ", ranks_here,
-           " rank", ranks_here > 1 ? "s" : "", " in this process: model state, logits",
+           static_cast<int64_t>(per_rank * ranks_here / (1 << 20)), " MiB of host memory (",
+           static_cast<int64_t>(per_rank / (1 << 20)), " MiB for each of ", ranks_here, " rank",
+           ranks_here > 1 ? "s" : "", " in this process: ",
+           device == DeviceKind::cpu ? "model state, logits" : "offloaded model state",
            backend == BackendKind::local ? ", the local backend's overhead" : "",
            "), the machine has ", static_cast<int64_t>(machine / (1 << 20)),
            " MiB; lower --world, --batch or --seq, or shard more");

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "apps/train/run_estimate.h"
 #include "core/device_memory.h"
 #include "core/error.h"
 #include "core/ops/cpu/cpu_threads.h"
@@ -206,6 +207,23 @@ TEST(TrainConfig, CudaDeviceNeedsAGpu) {
   TrainConfig c = valid_config();
   c.device = DeviceKind::cuda;
   EXPECT_THAT(validate_message(c), HasSubstr("--device cuda: no CUDA device is visible"));
+}
+
+// The host memory a rank needs at least: the ZeRO model state of its shard (16 bytes a parameter:
+// fp32 master, gradient and two AdamW moments), its micro-batch's fp32 logits and the local
+// backend's overhead on the host; on GPUs only the overhead, plus the model state when offloaded.
+TEST(TrainConfig, HostMemoryEstimateCountsWhatLivesOnTheHost) {
+  TrainConfig c = valid_config();  // dp_shard=4, batch 8, seq 64
+  const double params = static_cast<double>(c.model.num_parameters());
+  const double state = 16.0 * params / 4;
+  const double logits = 4.0 * (8 / 4) * 64 * static_cast<double>(c.model.vocab);
+  EXPECT_DOUBLE_EQ(estimate_rank_host_bytes(c), state + logits + kLocalRankOverheadBytes);
+  c.device = DeviceKind::cuda;
+  EXPECT_DOUBLE_EQ(estimate_rank_host_bytes(c), kLocalRankOverheadBytes);
+  c.set("fsdp", "offload", "true");
+  EXPECT_DOUBLE_EQ(estimate_rank_host_bytes(c), state + kLocalRankOverheadBytes);
+  c.set("fsdp", "mode", "none");  // unsharded: every rank holds the whole state
+  EXPECT_DOUBLE_EQ(estimate_rank_host_bytes(c), 4 * state + kLocalRankOverheadBytes);
 }
 
 }  // namespace
