@@ -71,6 +71,11 @@ else
   gpus=0
   gpu_note="nvidia-smi failed: no GPU visible, so GPU tests should skip"
 fi
+# compute-sanitizer (toolkit or python wheel): a crashed program's last test is rerun under its
+# memcheck, which names the kernel and the bad address.
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer \
+  $(for s in $site_dirs; do echo "$s"/nvidia/cu*/bin/compute-sanitizer; done) 2>/dev/null | head -n1)
+sanitize_s=90  # at most, for that rerun
 # In the order of gpu_bundle.sh's list (the time left runs out for the last ones first).
 programs=$(sed -n 's/^programs: //p' "$bundle/BUILD_INFO")
 [[ -n $programs ]] || programs=$(ls "$bundle/bin")
@@ -79,6 +84,7 @@ programs=$(sed -n 's/^programs: //p' "$bundle/BUILD_INFO")
   echo "== machine: $(uname -srm); $(ldd --version | head -n1); GPUs: $gpus"
   echo "== python: ${pythons[*]:-none}; site-packages: $(tr '\n' ' ' <<<"$site_dirs")"
   echo "== CUDA libraries found"; printf '%s' "$found_report"
+  echo "== compute-sanitizer: ${sanitizer:-not found}"
   echo "== LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   for p in $programs; do echo "== ldd -r $p"; ldd -r "$bundle/bin/$p" 2>&1; done
 } >"$env"
@@ -119,6 +125,15 @@ for p in $programs; do
       *) ((rc > 128)) && status="CRASHED (signal $((rc - 128)))" || status="FAILED (exit $rc)" ;;
     esac
   fi
+  last_test=$(grep -E '^\[ RUN      \]' "$plog" | tail -n1 | sed 's/^\[ RUN      \] //')
+  slog=""
+  left=$((total_s - (SECONDS - start)))
+  if [[ $status == CRASHED* && -n $sanitizer && -n $last_test ]] && ((left >= 20)); then
+    slog=$bundle/$p.sanitizer.log
+    echo "gpu_check: $p crashed in $last_test: rerunning it under compute-sanitizer"
+    timeout -k 5 $((left < sanitize_s ? left : sanitize_s)) "$sanitizer" --tool memcheck \
+      --print-limit 10 "$bin" --gtest_filter="$last_test" >"$slog" 2>&1
+  fi
   secs=$((SECONDS - t0))
   pass=$(count PASSED "$plog") fail=$(count FAILED "$plog") skip=$(count SKIPPED "$plog")
   [[ -n $pass ]] && fail=${fail:-0} skip=${skip:-0}  # gtest prints these two only when nonzero
@@ -129,12 +144,12 @@ for p in $programs; do
     # gtest names each failed test once more after its summary; a dead program, the test it was in.
     grep -E '^\[  FAILED  \] [A-Za-z_0-9/.]+(, where .*)?$' "$plog" | grep -vE ' \([0-9]+ ms\)$' |
       sed 's/^/    /'
-    [[ -z $pass && -z $fail && -s $plog ]] && grep -E '^\[ RUN      \]' "$plog" | tail -n1 |
-      sed 's/^\[ RUN      \]/    last test started:/'
+    [[ -z $pass && -z $fail && -n $last_test ]] && echo "    last test started: $last_test"
+    [[ -n $slog ]] && grep -E '^========= ' "$slog" | head -n 15 | sed 's/^/    sanitizer: /'
     # A benchmark's result tables (gpu_train_bench prints them after its runs, before its profile).
     [[ $needs_gpu == *" $p "* ]] && sed -n '/^one GPU/,/^profile:/p' "$plog" | sed 's/^/    /'
   } >>"$summary"
-  { echo "===== $p: $status, ${secs}s"; cat "$plog"; } >>"$log"
+  { echo "===== $p: $status, ${secs}s"; cat "$plog"; [[ -n $slog ]] && cat "$slog"; } >>"$log"
   passed_all=$((passed_all + ${pass:-0})) skipped_all=$((skipped_all + ${skip:-0}))
 done
 if ((failed)); then
