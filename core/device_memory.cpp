@@ -263,7 +263,9 @@ void pinned_host_free(void* ptr, size_t bytes) {
   if (!ptr) return;
   if (pinned_cache().give(ptr, host_block_bytes(bytes))) return;
 #if MESHTRAIN_HAS_CUDA
-  cudaFreeHost(ptr);  // errors ignored: the runtime may already be torn down at process exit
+  // Errors ignored (the runtime may already be torn down at process exit) and cleared, so that no
+  // later launch check reports one as its own.
+  if (cudaFreeHost(ptr) != cudaSuccess) cudaGetLastError();
 #endif
 }
 
@@ -290,11 +292,15 @@ void device_memcpy(void* dst, Device dst_device, const void* src, Device src_dev
   }
 #if MESHTRAIN_HAS_CUDA
   const Device gpu = dst_device.is_cuda() ? dst_device : src_device;
+  const bool host_side = dst_device.is_cpu() || src_device.is_cpu();
   set_device(gpu);
+  // With pageable host memory cudaMemcpyAsync itself waits for the work queued before it, with no
+  // deadline: that wait comes first, bounded.
+  if (host_side) device_synchronize(gpu);
   check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStreamPerThread),
              "cudaMemcpyAsync");
   // The host reads what came back, or may free or overwrite what went out, once this returns.
-  if (dst_device.is_cpu() || src_device.is_cpu()) device_synchronize(gpu);
+  if (host_side) device_synchronize(gpu);
 #else
   no_cuda("device_memcpy");
 #endif

@@ -12,10 +12,12 @@ namespace meshtrain {
 void* device_alloc(Device device, size_t bytes);
 // bytes: as passed to device_alloc.
 void device_free(Device device, void* ptr, size_t bytes);
-// Page-locked host memory (cudaHostAlloc), as torch's pin_memory: the GPU's copy engines read
-// and write it directly, so copies to and from it need no staging through a driver buffer and run
-// asynchronously. Freed blocks are cached by size (cudaFreeHost synchronises the device). Needs a
-// visible GPU: without one this raises NotSupported.
+// Page-locked host memory (cudaHostAlloc, portable to every GPU), as torch's pin_memory: the GPU's
+// copy engines read and write it directly, so copies to and from it need no staging through a
+// driver buffer and run asynchronously. Freed blocks are cached by size (cudaFreeHost synchronises
+// the device) and handed to any thread at once, so a block must be freed only once no copy uses
+// it any more (the collectives release theirs after completing). Needs a visible GPU: without one
+// this raises NotSupported.
 void* pinned_host_alloc(size_t bytes);
 void pinned_host_free(void* ptr, size_t bytes);
 void device_memset_zero(Device device, void* ptr, size_t bytes);

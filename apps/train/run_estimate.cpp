@@ -9,7 +9,7 @@
 
 namespace meshtrain {
 
-double estimate_rank_host_bytes(const TrainConfig& config) {
+HostBytes estimate_rank_host_bytes(const TrainConfig& config) {
   const MeshLayout mesh = config.effective_mesh();
   const auto size = [&](std::string_view axis) {
     return mesh.has_axis(axis) ? static_cast<double>(mesh.axis_size(axis)) : 1.0;
@@ -30,9 +30,17 @@ double estimate_rank_host_bytes(const TrainConfig& config) {
   const double tokens = static_cast<double>(config.batch) / dp * static_cast<double>(config.seq) /
                         static_cast<double>(config.grad_accum);
   const double logits = 4.0 * tokens * static_cast<double>(config.model.vocab) / tp;
-  const double overhead = config.backend == BackendKind::local ? kLocalRankOverheadBytes : 0.0;
-  if (config.device == DeviceKind::cuda) return (offload ? model_state : 0.0) + overhead;
-  return model_state + logits + overhead;
+  HostBytes host;
+  const auto count = [&](double bytes, std::string_view what) {
+    host.bytes += bytes;
+    host.counts += (host.counts.empty() ? "" : ", ") + std::string(what);
+  };
+  const bool on_host = config.device == DeviceKind::cpu;
+  if (on_host) count(model_state, "model state");
+  if (!on_host && offload) count(model_state, "offloaded model state");
+  if (on_host) count(logits, "logits");
+  if (config.backend == BackendKind::local) count(kLocalRankOverheadBytes, "the local backend's overhead");
+  return host;
 }
 
 double machine_memory_bytes() {

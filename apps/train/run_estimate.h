@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "apps/train/train_config.h"
 
@@ -15,8 +16,13 @@ namespace meshtrain {
 // tiny model at --world 100 and 500 peaked at 333 MB and 1,558 MB resident, 3.1 MB per rank.
 inline constexpr double kLocalRankOverheadBytes = 3.0 * (1 << 20);
 
-// A lower bound of one rank's peak host bytes, in double so that no size overflows.
-double estimate_rank_host_bytes(const TrainConfig& config);
+// A lower bound of one rank's peak host bytes (in double, so that no size overflows) and what it
+// counts ("model state, logits, the local backend's overhead").
+struct HostBytes {
+  double bytes = 0.0;
+  std::string counts;
+};
+HostBytes estimate_rank_host_bytes(const TrainConfig& config);
 // Bytes the machine has (physical memory), 0 when unknown.
 double machine_memory_bytes();
 // Bytes free for an unprivileged writer in the file system of `folder`, negative when unknown.

@@ -146,16 +146,14 @@ void TrainConfig::validate() const {
            "--backend nccl moves GPU buffers: add --device cuda");
   if (device == DeviceKind::cuda) rank_device(0);  // a GPU is there
   // Host memory bounds a host run, and a GPU run's offloaded state.
-  const double per_rank = estimate_rank_host_bytes(*this);
+  const HostBytes per_rank = estimate_rank_host_bytes(*this);
   const double machine = machine_memory_bytes();
-  const double ranks_here = backend == BackendKind::local ? world : 1;
-  MT_CHECK(machine == 0.0 || per_rank * ranks_here <= machine, "the run needs at least ",
-           static_cast<int64_t>(per_rank * ranks_here / (1 << 20)), " MiB of host memory (",
-           static_cast<int64_t>(per_rank / (1 << 20)), " MiB for each of ", ranks_here, " rank",
-           ranks_here > 1 ? "s" : "", " in this process: ",
-           device == DeviceKind::cpu ? "model state, logits" : "offloaded model state",
-           backend == BackendKind::local ? ", the local backend's overhead" : "",
-           "), the machine has ", static_cast<int64_t>(machine / (1 << 20)),
+  const int ranks_here = backend == BackendKind::local ? world : mpirun_local_processes().value_or(1);
+  const auto mib = [](double bytes) { return static_cast<int64_t>(bytes / (1 << 20)); };
+  MT_CHECK(machine == 0.0 || per_rank.bytes * ranks_here <= machine, "the run needs at least ",
+           mib(per_rank.bytes * ranks_here), " MiB of host memory (", mib(per_rank.bytes),
+           " MiB for each of ", ranks_here, " rank", ranks_here > 1 ? "s" : "",
+           " on this machine: ", per_rank.counts, "), the machine has ", mib(machine),
            " MiB; lower --world, --batch or --seq, or shard more");
   // Every plugin option is parsed once, by its plugin: build them now so a bad one fails here.
   const StrategyRegistry registry = builtin_strategies();

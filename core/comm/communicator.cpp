@@ -84,10 +84,12 @@ void Communicator::check_placement(const Tensor& out, const Tensor& in, std::str
   const bool gpu_out = out.defined() && out.device().is_cuda();
   if (crossing == Crossing::host_in && gpu_out && in.defined() && in.device().is_cpu()) {
     check_buffer(out, name("out"));  // the backend reads `in` from the host on its own stream
+    check_host_crossing(in, name("in"));
     return;
   }
   if (crossing == Crossing::host_out && gpu_in && out.defined() && out.device().is_cpu()) {
     check_buffer(in, name("in"));  // the backend writes `out` to the host on its own stream
+    check_host_crossing(out, name("out"));
     return;
   }
   check_buffer(out, name("out"));

@@ -97,6 +97,8 @@ class Communicator {
   void require(CommOp op) const;
   // Backends check that buffers live where they can reach them (host or a CUDA device).
   virtual void check_buffer(const Tensor& buffer, std::string_view what) const = 0;
+  // And a host buffer crossing to a GPU (offload's all-gather input, reduce-scatter output).
+  virtual void check_host_crossing(const Tensor& /*host*/, std::string_view /*what*/) const {}
 
   virtual WorkPtr do_all_gather(const Tensor& out, const Tensor& in) = 0;
   virtual WorkPtr do_reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) = 0;

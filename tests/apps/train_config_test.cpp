@@ -217,13 +217,21 @@ TEST(TrainConfig, HostMemoryEstimateCountsWhatLivesOnTheHost) {
   const double params = static_cast<double>(c.model.num_parameters());
   const double state = 16.0 * params / 4;
   const double logits = 4.0 * (8 / 4) * 64 * static_cast<double>(c.model.vocab);
-  EXPECT_DOUBLE_EQ(estimate_rank_host_bytes(c), state + logits + kLocalRankOverheadBytes);
+  HostBytes host = estimate_rank_host_bytes(c);
+  EXPECT_DOUBLE_EQ(host.bytes, state + logits + kLocalRankOverheadBytes);
+  EXPECT_EQ(host.counts, "model state, logits, the local backend's overhead");
   c.device = DeviceKind::cuda;
-  EXPECT_DOUBLE_EQ(estimate_rank_host_bytes(c), kLocalRankOverheadBytes);
+  host = estimate_rank_host_bytes(c);
+  EXPECT_DOUBLE_EQ(host.bytes, kLocalRankOverheadBytes);
+  EXPECT_EQ(host.counts, "the local backend's overhead");
   c.set("fsdp", "offload", "true");
-  EXPECT_DOUBLE_EQ(estimate_rank_host_bytes(c), state + kLocalRankOverheadBytes);
+  host = estimate_rank_host_bytes(c);
+  EXPECT_DOUBLE_EQ(host.bytes, state + kLocalRankOverheadBytes);
+  EXPECT_EQ(host.counts, "offloaded model state, the local backend's overhead");
   c.set("fsdp", "mode", "none");  // unsharded: every rank holds the whole state
-  EXPECT_DOUBLE_EQ(estimate_rank_host_bytes(c), 4 * state + kLocalRankOverheadBytes);
+  EXPECT_DOUBLE_EQ(estimate_rank_host_bytes(c).bytes, 4 * state + kLocalRankOverheadBytes);
+  c.backend = BackendKind::nccl;
+  EXPECT_DOUBLE_EQ(estimate_rank_host_bytes(c).bytes, 4 * state);
 }
 
 }  // namespace

@@ -100,7 +100,8 @@ TEST(CudaLocalBackend, InPlaceAllToAllReadsTheStagedCopy) {
 
 // Offload's crossings: an all-gather reads every rank's input from host memory into GPU outputs,
 // a reduce-scatter reduces GPU inputs into host outputs; the copies run on the progress threads'
-// streams behind the kernels each rank queued before the op.
+// streams behind the kernels each rank queued before the op. Ranks spread over the GPUs there are
+// (each reduces on its own).
 TEST(CudaLocalBackend, CopiesHostInputsInAndHostOutputsOut) {
   MT_REQUIRE_GPU();
   constexpr int kWorld = 4;
@@ -109,6 +110,7 @@ TEST(CudaLocalBackend, CopiesHostInputsInAndHostOutputsOut) {
     SCOPED_TRACE(pinned ? "pinned" : "pageable");
     spawn_ranks(kWorld, [&](RankContext& ctx) {
       const int r = ctx.rank;
+      const Device gpu = Device::cuda(r % cuda_device_count());
       const auto on_host = [&](const Tensor& t) {
         const Tensor host = pinned ? Tensor::empty_pinned(t.shape(), t.dtype())
                                    : Tensor::empty(t.shape(), t.dtype());
@@ -117,7 +119,7 @@ TEST(CudaLocalBackend, CopiesHostInputsInAndHostOutputsOut) {
       };
       const Tensor in = on_host(testing::filled(
           n, DType::f32, [&](int64_t i) { return testing::contribution(r, kWorld, i); }));
-      const Tensor gathered = Tensor::zeros({kWorld * n}, DType::f32, kGpu);
+      const Tensor gathered = Tensor::zeros({kWorld * n}, DType::f32, gpu);
       ops::scale(gathered, 3.0f);  // queued: the op must overwrite what it writes
       ctx.world.all_gather_into(gathered, in)->wait();
       testing::expect_values(

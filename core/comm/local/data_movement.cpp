@@ -29,23 +29,16 @@ void copy(const Tensor& to, size_t to_offset, const Tensor& from, size_t from_of
     device_memcpy(dst, to.device(), src, from.device(), bytes);
 }
 
-// Where a reduction into `out` runs: on out's device, or, for a host out with sources on a GPU
-// (offload's copy-out), on that GPU, so that one reduced chunk crosses to the host, not W.
-Device reduction_device(const Tensor& out, const std::vector<Tensor>& srcs) {
-  if (out.device().is_cuda()) return out.device();
-  for (const Tensor& src : srcs)
-    if (src.device().is_cuda()) return src.device();
-  return out.device();
-}
-
-// out[begin, begin + n) <- reduction over ranks j of srcs[j][begin, begin + n) (element offsets).
-// A device reduction reads every source on its device: a source on another is copied there.
+// out[begin, begin + n) <- reduction over ranks j of srcs[j][begin, begin + n) (element offsets),
+// computed on `where`: out's device, or, for a host out (offload's copy-out), this rank's GPU,
+// whose stream waited for every rank's issue, so that one reduced chunk crosses to the host, not
+// W. A source on another device than the reduction's is copied there first.
 void reduce_range(const Tensor& out, int64_t out_begin, const std::vector<Tensor>& srcs,
-                  int64_t src_begin, int64_t n, ReduceOp op) {
+                  int64_t src_begin, int64_t n, ReduceOp op, Device where) {
   const size_t element = dtype_size(out.dtype());
-  if (const Device where = reduction_device(out, srcs); where != out.device()) {
+  if (where != out.device()) {
     const Tensor reduced = Tensor::empty({n}, out.dtype(), where);
-    reduce_range(reduced, 0, srcs, src_begin, n, op);
+    reduce_range(reduced, 0, srcs, src_begin, n, op, where);
     copy(out, out_begin * element, reduced, 0, n * element);  // waits: out is on the host
     return;
   }
@@ -102,9 +95,10 @@ void gather_from_peers(const Slot& slot, int rank) {
 }
 
 void reduce_my_chunk(const Slot& slot, int rank) {
-  const Tensor& out = slot.posts[rank].out;
-  reduce_range(out, 0, buffers(slot, &Post::in), rank * out.numel(), out.numel(),
-               slot.signature.reduce);
+  const Post& mine = slot.posts[rank];
+  const Device where = mine.out.device().is_cuda() ? mine.out.device() : mine.in.device();
+  reduce_range(mine.out, 0, buffers(slot, &Post::in), rank * mine.out.numel(), mine.out.numel(),
+               slot.signature.reduce, where);
 }
 
 void all_reduce_reduce_phase(const Slot& slot, int rank) {
@@ -112,7 +106,7 @@ void all_reduce_reduce_phase(const Slot& slot, int rank) {
   const Tensor& mine = slot.posts[rank].out;
   const Range range = chunk(mine.numel(), w, rank);
   reduce_range(mine, range.begin, buffers(slot, &Post::out), range.begin, range.count,
-               slot.signature.reduce);
+               slot.signature.reduce, mine.device());
 }
 
 void all_reduce_gather_phase(const Slot& slot, int rank) {

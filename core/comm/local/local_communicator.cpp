@@ -122,19 +122,28 @@ WorkPtr LocalCommunicator::collective(OpSignature signature, Tensor in, Tensor o
       --in_flight_;
       work->complete();
     } catch (...) {
+      const std::exception_ptr error = std::current_exception();
+      // The buffers go with this task: first let any copy it queued finish (best effort).
+      if (device.is_cuda()) {
+        try {
+          finish_device_copies(device, ctx);
+        } catch (...) {
+        }
+      }
       --in_flight_;
-      fail_group_unless_peer_failure(ctx);
-      work->fail(std::current_exception());
+      fail_group_unless_peer_failure(ctx, error);
+      work->fail(error);
     }
   });
   return work;
 }
 
-void LocalCommunicator::fail_group_unless_peer_failure(const WaitContext& ctx) {
+void LocalCommunicator::fail_group_unless_peer_failure(const WaitContext& ctx,
+                                                       const std::exception_ptr& error) {
   // A failure of this rank's own (a device error, no memory to stage): the peers waiting in the
   // op learn of it now rather than at their deadline. Group failures already reached them.
   try {
-    throw;
+    std::rethrow_exception(error);
   } catch (const PeerFailure&) {
   } catch (const std::exception& e) {
     group_->fail(detail::concat("rank ", ctx.rank, " (world rank ", ctx.world_rank, ") failed in ",

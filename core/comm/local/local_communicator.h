@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <exception>
 #include <memory>
 #include <vector>
 
@@ -49,12 +50,13 @@ class LocalCommunicator final : public Communicator {
   // Queues a collective: arrive in the next slot, move, then a final barrier that keeps every
   // rank's buffers in use until all have read them. stage_in: copy `in` first (it overlaps `out`
   // in a way that peers' reads and my writes would race on).
-  // Buffers may be host or CUDA memory (all ranks alike); device copies are ordered after the
-  // caller's stream at issue and finished before the op completes.
+  // Buffers may be host or CUDA memory (all ranks alike; offload's crossings excepted); device
+  // copies are ordered after the caller's stream at issue and finished before the op completes
+  // or fails.
   WorkPtr collective(OpSignature signature, Tensor in, Tensor out, bool stage_in, Mover move);
   WaitContext context(CommOp op, uint64_t seq) const;
-  // In a catch block: fails the group with the current exception, unless it came from the group.
-  void fail_group_unless_peer_failure(const WaitContext& ctx);
+  // Fails the group with this rank's error, unless it came from the group.
+  void fail_group_unless_peer_failure(const WaitContext& ctx, const std::exception_ptr& error);
   std::shared_ptr<AsyncWork> make_work(CommOp op, size_t bytes) const;
 
   std::shared_ptr<WorldState> world_;

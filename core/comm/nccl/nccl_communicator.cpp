@@ -21,6 +21,12 @@ void NcclCommunicator::check_buffer(const Tensor& buffer, std::string_view what)
            ", got ", buffer.defined() ? buffer.describe() : "an undefined tensor");
 }
 
+void NcclCommunicator::check_host_crossing(const Tensor& host, std::string_view what) const {
+  MT_CHECK(host.pinned(), what, ": the nccl backend of group '", name(),
+           "' copies host buffers on its stream from pinned memory only (Tensor::empty_pinned), "
+           "got ", host.describe());
+}
+
 template <typename Call>
 void NcclCommunicator::enqueue(const std::string& what, Call&& call) {
   context_->require_usable(what);
@@ -28,7 +34,12 @@ void NcclCommunicator::enqueue(const std::string& what, Call&& call) {
   const CudaEvent inputs_ready;
   inputs_ready.record(cudaStreamPerThread);
   inputs_ready.block(context_->stream());
-  check_nccl(call(context_->comm(), context_->stream()), what);
+  try {
+    check_nccl(call(context_->comm(), context_->stream()), what);
+  } catch (...) {
+    context_->abort();
+    throw;
+  }
   context_->wait_ready(what, options().timeout);
 }
 
@@ -46,7 +57,14 @@ WorkPtr NcclCommunicator::launch(CommOp op, size_t bytes, std::vector<Tensor> bu
   // Every rank has the same sizes, so all skip together.
   if (bytes == 0) return std::make_shared<CompletedWork>(std::move(what), options().timeout);
   enqueue(what, std::forward<Call>(call));
-  if (then) then(context_->stream());
+  if (then) {
+    try {
+      then(context_->stream());
+    } catch (...) {
+      context_->abort();  // ends the op, which still uses the buffers about to be freed
+      throw;
+    }
+  }
   return work_after_enqueued(std::move(what), std::move(buffers));
 }
 

@@ -1,7 +1,8 @@
 // The nccl backend's Communicator: every op runs on the communicator's own CUDA stream, after
 // the work already queued on the caller's stream (cudaStreamPerThread), and returns an NcclWork.
-// Buffers must live on this communicator's GPU, but for offload's host buffers (an all-gather's
-// in, a reduce-scatter's out), which cross through device memory by copies on the comm stream.
+// Buffers must live on this communicator's GPU, but for offload's pinned host buffers (an
+// all-gather's in, a reduce-scatter's out), which cross through device memory by copies on the
+// comm stream.
 // An op returns once NCCL has enqueued it.
 // Point-to-point: the ops of one batch_p2p() form one NCCL group (ncclGroupStart/End), which NCCL
 // runs as a whole, so sends and receives of a batch cannot wait for each other; separate send()
@@ -31,6 +32,9 @@ class NcclCommunicator final : public Communicator {
 
  protected:
   void check_buffer(const Tensor& buffer, std::string_view what) const override;
+  // Pinned memory only: from pageable memory cudaMemcpyAsync would block this thread until the
+  // stream got there, outside every timeout.
+  void check_host_crossing(const Tensor& host, std::string_view what) const override;
 
   WorkPtr do_all_gather(const Tensor& out, const Tensor& in) override;
   WorkPtr do_reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) override;
@@ -44,7 +48,8 @@ class NcclCommunicator final : public Communicator {
 
  private:
   // Orders the comm stream after the caller's stream, issues call(comm, stream) (one NCCL call
-  // or group) and waits until NCCL has enqueued it; `what` names it in errors.
+  // or group) and waits until NCCL has enqueued it; `what` names it in errors. A failure aborts
+  // the communicator: this rank's ops would no longer match its peers'.
   template <typename Call>
   void enqueue(const std::string& what, Call&& call);
   // enqueue(), then `then` (more work on the comm stream behind the op, when given), then a Work

@@ -1,5 +1,8 @@
 #include "core/comm/nccl/nccl_work.h"
 
+#include <mutex>
+#include <vector>
+
 #include "core/comm/nccl/nccl_check.h"
 
 namespace meshtrain::nccl {
@@ -11,6 +14,25 @@ NcclWork::NcclWork(std::string description, std::chrono::milliseconds default_ti
       context_(std::move(context)),
       done_(std::move(done)),
       buffers_(std::move(buffers)) {}
+
+namespace {
+void keep_for_the_process(Tensor buffer) {
+  static std::mutex mutex;
+  static auto* kept = new std::vector<Tensor>;  // never destroyed, on purpose
+  const std::lock_guard lock(mutex);
+  kept->push_back(std::move(buffer));
+}
+}  // namespace
+
+NcclWork::~NcclWork() {
+  if (stream_ordered_) return;
+  if (cudaStreamWaitEvent(cudaStreamPerThread, done_.get(), 0) != cudaSuccess ||
+      cudaEventQuery(done_.get()) != cudaSuccess) {
+    cudaGetLastError();  // cleared: no later launch check reports it as its own
+    for (Tensor& buffer : buffers_)
+      if (buffer.device().is_cpu()) keep_for_the_process(std::move(buffer));
+  }
+}
 
 void NcclWork::wait(std::chrono::milliseconds timeout) {
   context_->require_usable(description());
@@ -28,6 +50,7 @@ void NcclWork::wait(std::chrono::milliseconds timeout) {
   });
   if (progress != Progress::done) context_->fail(description(), progress, error, timeout);
   done_.block(cudaStreamPerThread);
+  stream_ordered_ = true;
 }
 
 bool NcclWork::is_completed() { return cudaEventQuery(done_.get()) == cudaSuccess; }

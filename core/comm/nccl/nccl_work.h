@@ -19,6 +19,13 @@ class NcclWork : public Work {
   NcclWork(std::string description, std::chrono::milliseconds default_timeout,
            std::shared_ptr<NcclContext> context, CudaEvent done, std::vector<Tensor> buffers);
 
+  // Dropped without a wait that returned (an error unwinding, a timeout), the op may still use its
+  // buffers. Device buffers go back to the caching allocator, whose reuse is ordered on the
+  // releasing thread's stream only, so that stream waits for the op first (on the GPU). Pinned
+  // host buffers would go to any thread at once, so unless the op is done they are kept for the
+  // rest of the process rather than handed out under a live copy. Never throws.
+  ~NcclWork() override;
+
   using Work::wait;
   void wait(std::chrono::milliseconds timeout) override;
   bool is_completed() override;
@@ -27,6 +34,7 @@ class NcclWork : public Work {
   std::shared_ptr<NcclContext> context_;
   CudaEvent done_;
   std::vector<Tensor> buffers_;
+  bool stream_ordered_ = false;  // the caller's stream waits for done_
 };
 
 }  // namespace meshtrain::nccl
