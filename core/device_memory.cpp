@@ -147,7 +147,7 @@ class CudaRawMemory final : public RawDeviceMemory {
   }
   void synchronize_calling_stream() override {
     CurrentDeviceGuard on_device(index_);
-    check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize");
+    device_synchronize(Device::cuda(index_));  // bounded
   }
   void synchronize_device() override {
     CurrentDeviceGuard on_device(index_);

@@ -1,12 +1,18 @@
 // GPU training benchmark, in one run:
 //   1. GPT-2 124M (V=50257, T=1024, d=768, 12 blocks of 12 heads) on one GPU, f32 and bf16
 //      compute (FSDP param_dtype), reporting tokens/s, achieved model FLOP/s and MFU against the
-//      H100/H200 dense bf16 peak of 989 TFLOP/s. FLOPs per step: 6 N tokens for the weights
-//      (N without the position table) plus 12 B L T^2 d for attention's two products over the
-//      full T x T (apps/train/trace_output.h, model_flops_per_step), as llm.c and nanoGPT count.
+//      H100/H200 SXM dense peak of the dtype: 989 TFLOP/s bf16 (tensor cores, fp32 accumulation),
+//      67 TFLOP/s fp32 (no TF32: the f32 GEMMs compute in full fp32). FLOPs per step
+//      (apps/train/trace_output.h, model_flops_per_step): 6 N tokens for the weights, N counting
+//      every parameter (the position table too), plus 12 B L T^2 d for attention's two products
+//      over the full T x T. That attention term is nanoGPT's and PaLM's; nanoGPT leaves the
+//      position table out of N (0.5% fewer FLOPs here), and counting only the causal half of
+//      attention, as some do, gives 6.6% fewer at T=1024: compare MFUs on one convention.
 //   2. The same model at W ranks sharing the GPU (the local backend over device memory): FSDP
-//      full against none (unsharded, DDP), bf16, reporting the step-time ratio and the exposed
-//      communication per step.
+//      full against none (unsharded, DDP), bf16, reporting the step-time ratio and the time the
+//      ranks spent blocked in Work::wait per step. Sharing one GPU, that wait also holds the
+//      other ranks' queued kernels (a collective moves data once every rank's stream reached it),
+//      so it bounds the exposed communication from above.
 //   3. A short profiled bf16 run on one GPU (the trainer's --profile): time per kernel, each
 //      kernel timed to its end on the device, to show where the step goes.
 //
@@ -30,7 +36,9 @@
 namespace meshtrain::bench {
 namespace {
 
-constexpr double kBf16PeakFlops = 989e12;  // H100/H200 SXM dense bf16 with fp32 accumulation
+// H100/H200 SXM dense peaks, by compute dtype.
+constexpr double kBf16PeakFlops = 989e12;  // tensor cores, fp32 accumulation
+constexpr double kF32PeakFlops = 67e12;    // CUDA cores, no TF32
 
 BenchSettings g_single;  // one rank
 BenchSettings g_sharded;  // W ranks on the same GPU
@@ -49,18 +57,21 @@ double flops_per_step(const BenchSettings& s) {
 
 void print_tables() {
   const double flops = flops_per_step(g_single);
-  std::printf("\none GPU, %.3g model FLOP per step\n%-6s %10s %9s %10s %8s %14s\n", flops, "dtype",
-              "tok/s", "step ms", "TFLOP/s", "MFU", "peak MiB");
+  std::printf("\none GPU, %.3g model FLOP per step; MFU against the dtype's dense peak (bf16 %.0f, "
+              "f32 %.0f TFLOP/s)\n%-6s %10s %9s %10s %8s %14s\n",
+              flops, kBf16PeakFlops / 1e12, kF32PeakFlops / 1e12, "dtype", "tok/s", "step ms",
+              "TFLOP/s", "MFU", "peak MiB");
   for (const std::string& name : g_precision.order) {
     const ModeResult& r = g_precision.results.at(name);
     const double achieved = flops / r.step_s;
+    const double peak = name == "bf16" ? kBf16PeakFlops : kF32PeakFlops;
     std::printf("%-6s %10.0f %9.1f %10.1f %7.1f%% %14.0f\n", name.c_str(), r.tokens_per_s,
-                r.step_s * 1e3, achieved / 1e12, 100.0 * achieved / kBf16PeakFlops,
-                r.peak_mem_bytes / kMiB);
+                r.step_s * 1e3, achieved / 1e12, 100.0 * achieved / peak, r.peak_mem_bytes / kMiB);
   }
   const ModeResult* none = g_fsdp.base();
-  std::printf("\nW=%d ranks on one GPU, bf16\n%-6s %10s %9s %9s %12s %14s %16s\n", g_sharded.world,
-              "mode", "tok/s", "step ms", "vs none", "exposed ms", "peak MiB/rank",
+  std::printf("\nW=%d ranks on one GPU, bf16 (wait: time blocked in Work::wait, which bounds the "
+              "exposed communication from above)\n%-6s %10s %9s %9s %12s %14s %16s\n", g_sharded.world,
+              "mode", "tok/s", "step ms", "vs none", "wait ms", "peak MiB/rank",
               "sharded MiB/rank");
   for (const std::string& name : g_fsdp.order) {
     const ModeResult& r = g_fsdp.results.at(name);

@@ -72,6 +72,18 @@ TEST(PpStages, ExplicitLayersAndReshardAfterForwardMatchTheSingleRankRun) {
   expect_same_run(run_on_mesh(c), uneven_reference(0.f));
 }
 
+// One micro-batch for two stages (grad_accum 1, the pipeline never fills), as the 3D layout of
+// tests/gpu_training runs it on one GPU: the host proves the algorithm, so a failure there is
+// the device's.
+TEST(PpStages, OneMicroBatchThroughTwoStagesMatchesTheSingleRankRun) {
+  TrainConfig c = uneven_config();
+  c.world = 8;
+  c.mesh = parse_mesh_spec("pp=2,dp_shard=2,tp=2");
+  c.set("fsdp", "mode", "full");
+  ASSERT_EQ(c.grad_accum, 1);
+  expect_same_run(run_on_mesh(c), uneven_reference(0.f));
+}
+
 // GPT-2's wte lives on the first stage (embedding) and the last (tied head): after training, the
 // two copies are still equal bit for bit, under FSDP and TP too.
 TEST(PpStages, TiedEmbeddingCopiesStayEqual) {

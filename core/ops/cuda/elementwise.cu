@@ -1,4 +1,5 @@
 // Elementwise kernels (residual add, axpy, scale, casts) and the double-precision sum of squares.
+#include "core/device_memory.h"
 #include "core/ops/cuda/cuda_ops.h"
 #include "core/ops/cuda/kernel_utils.cuh"
 
@@ -105,7 +106,7 @@ double sum_squares(const Tensor& x) {
   MT_CUDA_CHECK_LAUNCH("sum_partials_kernel");
   double result = 0.0;
   MT_CUDA_CHECK(cudaMemcpyAsync(&result, total, sizeof(double), cudaMemcpyDeviceToHost, stream()));
-  MT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  device_synchronize(x.device());  // bounded, as every device wait
   return result;
 }
 
