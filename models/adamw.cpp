@@ -66,9 +66,9 @@ float clip_grads(const std::vector<OptimizerSlot>& slots, double global_norm, fl
 }
 
 double grad_sum_squares(const std::vector<OptimizerSlot>& slots) {
-  double sum = 0.0;
-  for (const OptimizerSlot& slot : slots) sum += ops::sum_squares(slot.grad);
-  return sum;
+  std::vector<Tensor> grads;
+  for (const OptimizerSlot& slot : slots) grads.push_back(slot.grad);
+  return ops::sum_squares(grads);
 }
 
 }  // namespace meshtrain

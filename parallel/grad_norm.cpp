@@ -23,10 +23,10 @@ bool owns_slot(const OptimizerSlot& slot, const DeviceMesh& mesh) {
 }
 
 double global_grad_norm(const std::vector<OptimizerSlot>& slots, const DeviceMesh& mesh) {
-  double local = 0.0;
+  std::vector<Tensor> owned;
   for (const OptimizerSlot& s : slots)
-    if (owns_slot(s, mesh)) local += ops::sum_squares(s.grad);
-  return std::sqrt(sum_in_rank_order(mesh.world(), local));
+    if (owns_slot(s, mesh)) owned.push_back(s.grad);
+  return std::sqrt(sum_in_rank_order(mesh.world(), ops::sum_squares(owned)));
 }
 
 }  // namespace meshtrain

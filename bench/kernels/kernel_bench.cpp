@@ -216,7 +216,7 @@ void register_all() {
   });
   add("sum_squares/params", [=](DType t) {
     Tensor x = filled({kParams}, t);
-    return Kernel{[=] { benchmark::DoNotOptimize(ops::sum_squares(x)); }, x.numel() * esize(t)};
+    return Kernel{[=] { benchmark::DoNotOptimize(ops::sum_squares({x})); }, x.numel() * esize(t)};
   });
   add(
       "cast_f32_to_bf16/params",

@@ -400,10 +400,10 @@ void scale(const Tensor& x, float alpha) {
   MT_DISPATCH(args, scale, x, alpha);
 }
 
-double sum_squares(const Tensor& x) {
+double sum_squares(const std::vector<Tensor>& xs) {
   Args args("sum_squares");
-  args.compute("x", x);
-  MT_DISPATCH(args, sum_squares, x);
+  for (const Tensor& x : xs) args.compute("xs", x);
+  MT_DISPATCH(args, sum_squares, xs);
 }
 
 void cast(const Tensor& out, const Tensor& in) {

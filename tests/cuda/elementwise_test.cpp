@@ -46,10 +46,16 @@ TEST_P(CudaElementwiseTest, SumSquaresMatchesCpu) {
   const DType dtype = GetParam();
   // More elements than the reduction's blocks and threads cover in one stride.
   const Operand x = random_operand({(1 << 20) + 3}, dtype, 5);
-  const double expected = ops::cpu::sum_squares(x.cpu);
+  const double expected = ops::cpu::sum_squares({x.cpu});
   // Squares of f32 values are exact in double; only the order of the double sum differs.
-  EXPECT_NEAR(ops::cuda::sum_squares(x.gpu), expected, 1e-10 * expected);
-  EXPECT_EQ(ops::cuda::sum_squares(zeros_operand({0}, dtype).gpu), 0.0);
+  EXPECT_NEAR(ops::cuda::sum_squares({x.gpu}), expected, 1e-10 * expected);
+  EXPECT_EQ(ops::cuda::sum_squares({zeros_operand({0}, dtype).gpu}), 0.0);
+  EXPECT_EQ(ops::cuda::sum_squares({}), 0.0);
+  // Many tensors, small and large and empty, in one call: as the gradient norm asks.
+  const Operand small = random_operand({37}, dtype, 6);
+  const Operand empty = zeros_operand({0}, dtype);
+  const double all = ops::cpu::sum_squares({x.cpu, small.cpu, empty.cpu, small.cpu});
+  EXPECT_NEAR(ops::cuda::sum_squares({x.gpu, small.gpu, empty.gpu, small.gpu}), all, 1e-10 * all);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaElementwiseTest, ::testing::Values(DType::f32, DType::bf16),

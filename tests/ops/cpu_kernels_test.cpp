@@ -147,7 +147,7 @@ TEST(CpuKernels, ElementwiseAndGeluMatchScalarLoopsAtEveryTail) {
     const Tensor xs = a.clone();
     ops::scale(xs, -1.5f);
     test::expect_all_near(xs, scaled, 0.0, "scale");
-    EXPECT_NEAR(ops::sum_squares(a), squares, 1e-12 * squares);
+    EXPECT_NEAR(ops::sum_squares({a}), squares, 1e-12 * squares);
     ops::gelu_forward(out, a);
     test::expect_all_near(out, gelu, 2e-6, "gelu_forward");
     ops::gelu_backward(out, b, a);
@@ -442,7 +442,7 @@ TEST(CpuKernels, Bf16KernelsMatchF32OnRoundedInputs) {
     ops::scale(x, 0.3f);
     return x;
   });
-  EXPECT_DOUBLE_EQ(ops::sum_squares(to_bf16(in)), ops::sum_squares(in));  // exact in both
+  EXPECT_DOUBLE_EQ(ops::sum_squares({to_bf16(in)}), ops::sum_squares({in}));  // exact in both
   both("gelu_forward", [&](DType t) {
     const Tensor out = Tensor::empty(in.shape(), t);
     ops::gelu_forward(out, as(in, t));
@@ -530,7 +530,7 @@ TEST(CpuKernels, ResultsAreBitwiseTheSameFor1And2Threads) {
           ops::scale(x, 1.3f);
           ops::gelu_forward(g, a);
           ops::gelu_backward(dg, b, a);
-          const double sum_sq = ops::sum_squares(a);
+          const double sum_sq = ops::sum_squares({a});
           std::vector<int32_t> bits(2);
           std::memcpy(bits.data(), &sum_sq, sizeof sum_sq);
           const Tensor squares = Tensor::from_vector(bits, {2});

@@ -30,8 +30,19 @@ TEST(OpsElementwise, SumSquaresAccumulatesInDouble) {
   // 1e4^2 = 1e8, whose f32 spacing is 8: an f32 accumulator would drop every 0.25^2 that follows.
   std::vector<float> values(1000, 0.25f);
   values.insert(values.begin(), 1e4f);
-  EXPECT_DOUBLE_EQ(ops::sum_squares(vec(values)), 1e8 + 1000 * 0.0625);
-  EXPECT_DOUBLE_EQ(ops::sum_squares(Tensor::empty({0})), 0.0);
+  EXPECT_DOUBLE_EQ(ops::sum_squares({vec(values)}), 1e8 + 1000 * 0.0625);
+  EXPECT_DOUBLE_EQ(ops::sum_squares({Tensor::empty({0})}), 0.0);
+  EXPECT_DOUBLE_EQ(ops::sum_squares({}), 0.0);
+}
+
+TEST(OpsElementwise, SumSquaresAddsUpEveryTensor) {
+  EXPECT_DOUBLE_EQ(ops::sum_squares({vec({3}), Tensor::empty({0}), vec({1, 2, 2}), vec({0.5f})}),
+                   9 + 9 + 0.25);
+  testing::expect_error<InvalidArgument>(
+      [] {
+        (void)ops::sum_squares({vec({1}), Tensor::zeros({2}, DType::bf16)});
+      },
+      "sum_squares: xs must have the dtype of xs (f32)");
 }
 
 TEST(OpsElementwise, EmptyTensorsAreNoOps) {

@@ -115,9 +115,11 @@ void scale(const Tensor& x, float alpha) {
   scale_as<float>(x, alpha);
 }
 
-double sum_squares(const Tensor& x) {
-  if (x.dtype() == DType::bf16) return sum_squares_as<BF16>(x);
-  return sum_squares_as<float>(x);
+double sum_squares(const std::vector<Tensor>& xs) {
+  double sum = 0.0;
+  for (const Tensor& x : xs)
+    sum += x.dtype() == DType::bf16 ? sum_squares_as<BF16>(x) : sum_squares_as<float>(x);
+  return sum;
 }
 
 void cast(const Tensor& out, const Tensor& in) {

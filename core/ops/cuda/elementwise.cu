@@ -90,23 +90,38 @@ void scale(const Tensor& x, float alpha) {
   });
 }
 
-double sum_squares(const Tensor& x) {
-  use_device(x);
-  if (x.numel() == 0) return 0.0;
-  const int blocks = static_cast<int>(std::min<int64_t>(grid_size(x.numel()), kSumBlocks));
-  Scratch partial(x, (static_cast<size_t>(blocks) + 1) * sizeof(double));
-  double* total = partial.as<double>() + blocks;
-  dispatch_float(x.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    sum_squares_partial_kernel<<<blocks, kBlockSize, 0, stream()>>>(partial.as<double>(), ptr<T>(x),
-                                                                    x.numel());
-    MT_CUDA_CHECK_LAUNCH("sum_squares_partial_kernel");
-  });
-  sum_partials_kernel<<<1, kSumBlocks, 0, stream()>>>(total, partial.as<double>(), blocks);
+// Every tensor's partial sums go into one buffer, which one kernel adds up in order: one figure
+// comes back, after one wait, however many tensors there are.
+double sum_squares(const std::vector<Tensor>& xs) {
+  std::vector<int> blocks;
+  int64_t all_blocks = 0;
+  for (const Tensor& x : xs) {
+    const int64_t n = x.numel();
+    blocks.push_back(n == 0 ? 0 : static_cast<int>(std::min<int64_t>(grid_size(n), kSumBlocks)));
+    all_blocks += blocks.back();
+  }
+  if (all_blocks == 0) return 0.0;
+  const Tensor& first = xs.front();
+  use_device(first);
+  Scratch partial(first, (static_cast<size_t>(all_blocks) + 1) * sizeof(double));
+  double* next = partial.as<double>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (blocks[i] == 0) continue;
+    dispatch_float(xs[i].dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      sum_squares_partial_kernel<<<blocks[i], kBlockSize, 0, stream()>>>(next, ptr<T>(xs[i]),
+                                                                         xs[i].numel());
+      MT_CUDA_CHECK_LAUNCH("sum_squares_partial_kernel");
+    });
+    next += blocks[i];
+  }
+  double* total = next;
+  sum_partials_kernel<<<1, kSumBlocks, 0, stream()>>>(total, partial.as<double>(),
+                                                      static_cast<int>(all_blocks));
   MT_CUDA_CHECK_LAUNCH("sum_partials_kernel");
   double result = 0.0;
   MT_CUDA_CHECK(cudaMemcpyAsync(&result, total, sizeof(double), cudaMemcpyDeviceToHost, stream()));
-  device_synchronize(x.device());  // bounded, as every device wait
+  device_synchronize(first.device());  // bounded, as every device wait
   return result;
 }
 
