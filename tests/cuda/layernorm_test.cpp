@@ -64,6 +64,38 @@ TEST_P(CudaLayerNormTest, BackwardMatchesCpu) {
   expect_close(d_bias.gpu, d_bias.cpu, tol, "d_bias");
 }
 
+// Training's row counts (B x T in the thousands): d_weight and d_bias sum over many slabs of rows
+// (core/ops/cuda/kernel_utils.cuh), the last one partial. Sums of 8320 terms in another order:
+// f32 agrees to 1e-4 relative, with an absolute floor for columns that sum to nearly zero.
+TEST(CudaLayerNorm, BackwardSumsThousandsOfRows) {
+  MT_REQUIRE_GPU();
+  constexpr int64_t channels = 200;
+  const Shape shape = {16, 520, channels};
+  const int64_t rows = 16 * 520;
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Operand in = random_operand(shape, dtype, 11, -2.0f, 3.0f);
+    const Operand weight = random_operand({channels}, dtype, 12, 0.5f, 1.5f);
+    const Operand bias = random_operand({channels}, dtype, 13);
+    const Operand out = zeros_operand(shape, DType::f32);
+    Tensor mean = Tensor::zeros({rows}), rstd = Tensor::zeros({rows});
+    ops::cpu::layernorm_forward(out.cpu, mean, rstd, in.cpu, weight.cpu, bias.cpu, kEps);
+    const Operand saved_mean = same_on_both(mean), saved_rstd = same_on_both(rstd);
+    const Operand d_out = random_operand(shape, dtype, 14);
+    const Operand d_in = zeros_operand(shape, dtype);
+    const Operand d_weight = random_operand({channels}, dtype, 15);
+    const Operand d_bias = random_operand({channels}, dtype, 16);
+    ops::cpu::layernorm_backward(d_in.cpu, d_weight.cpu, d_bias.cpu, d_out.cpu, in.cpu,
+                                 weight.cpu, saved_mean.cpu, saved_rstd.cpu);
+    ops::cuda::layernorm_backward(d_in.gpu, d_weight.gpu, d_bias.gpu, d_out.gpu, in.gpu,
+                                  weight.gpu, saved_mean.gpu, saved_rstd.gpu);
+    const Tolerance sums = dtype == DType::f32 ? Tolerance{1e-4, 1e-3} : Tolerance{8e-3, 1e-2};
+    expect_close(d_in.gpu, d_in.cpu, output_tolerance(dtype), "d_in");
+    expect_close(d_weight.gpu, d_weight.cpu, sums, "d_weight");
+    expect_close(d_bias.gpu, d_bias.cpu, sums, "d_bias");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaLayerNormTest,
                          ::testing::Combine(::testing::Values(DType::f32, DType::bf16),
                                             ::testing::Values(int64_t{5}, int64_t{33},

@@ -126,33 +126,6 @@ __device__ inline float block_max(float v) {
   return warp_max(v);
 }
 
-// dst[c] += sum over r < rows of term(r, c). Threads of one block share 32 columns (coalesced
-// reads along a row) and split the rows; a fixed order keeps the result deterministic.
-constexpr int kColumnSumRows = 32;
-template <typename Dst, typename Term>
-__global__ void column_sum_kernel(Dst* dst, int64_t rows, int64_t cols, Term term) {
-  __shared__ float partial[kColumnSumRows][33];  // padded against bank conflicts
-  const int64_t c = blockIdx.x * int64_t{32} + threadIdx.x;
-  float sum = 0.0f;
-  if (c < cols)
-    for (int64_t r = threadIdx.y; r < rows; r += kColumnSumRows) sum += term(r, c);
-  partial[threadIdx.y][threadIdx.x] = sum;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < cols) {
-    float total = 0.0f;
-    for (int y = 0; y < kColumnSumRows; ++y) total += partial[y][threadIdx.x];
-    dst[c] = from_float<Dst>(as_float(dst[c]) + total);
-  }
-}
-template <typename Dst, typename Term>
-void accumulate_column_sums(Dst* dst, int64_t rows, int64_t cols, const Term& term) {
-  if (cols == 0) return;
-  const dim3 block(32, kColumnSumRows);
-  column_sum_kernel<<<static_cast<unsigned>((cols + 31) / 32), block, 0, stream()>>>(dst, rows,
-                                                                                     cols, term);
-  MT_CUDA_CHECK_LAUNCH("column_sum_kernel");
-}
-
 // The plain values of a row-major [rows, cols] matrix, as a column-sum term.
 template <typename T>
 struct MatrixValues {
@@ -183,6 +156,68 @@ class Scratch {
  private:
   Tensor buffer_;
 };
+
+// dst[c] += sum over r < rows of term(r, c) (bias and LayerNorm gradients: thousands of rows,
+// hundreds of columns). Blocks of 32 columns x kColumnSumRows threads (coalesced reads along a
+// row) each sum one slab of rows, so that a long column spreads over the whole GPU; a second
+// kernel adds the slabs' partial sums in slab order. Slabs depend on the row count alone, so the
+// result is deterministic.
+constexpr int kColumnSumRows = 32;
+constexpr int64_t kColumnSlabRows = 256;  // 8 rows per thread
+constexpr int64_t kMaxColumnSlabs = 65535;  // gridDim.y
+
+// One slab's sums: added into dst when there is one slab, else written to partial[slab][c].
+template <typename Dst, typename Term>
+__global__ void column_slab_sum_kernel(Dst* dst, float* partial, int64_t rows, int64_t cols,
+                                       int64_t slab_rows, Term term) {
+  __shared__ float sums[kColumnSumRows][33];  // padded against bank conflicts
+  const int64_t c = blockIdx.x * int64_t{32} + threadIdx.x;
+  const int64_t begin = blockIdx.y * slab_rows;
+  const int64_t end = begin + slab_rows < rows ? begin + slab_rows : rows;
+  float sum = 0.0f;
+  if (c < cols)
+    for (int64_t r = begin + threadIdx.y; r < end; r += kColumnSumRows) sum += term(r, c);
+  sums[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= cols) return;
+  float total = 0.0f;
+  for (int y = 0; y < kColumnSumRows; ++y) total += sums[y][threadIdx.x];
+  if (gridDim.y == 1)
+    dst[c] = from_float<Dst>(as_float(dst[c]) + total);
+  else
+    partial[blockIdx.y * cols + c] = total;
+}
+
+template <typename Dst>
+__global__ void add_column_slabs_kernel(Dst* dst, const float* partial, int64_t slabs,
+                                        int64_t cols) {
+  for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < cols;
+       c += int64_t{gridDim.x} * blockDim.x) {
+    float total = 0.0f;
+    for (int64_t s = 0; s < slabs; ++s) total += partial[s * cols + c];
+    dst[c] = from_float<Dst>(as_float(dst[c]) + total);
+  }
+}
+
+// dst: the device array of `like` (its tensor, which places the scratch).
+template <typename Dst, typename Term>
+void accumulate_column_sums(const Tensor& like, Dst* dst, int64_t rows, int64_t cols,
+                            const Term& term) {
+  if (cols == 0 || rows == 0) return;
+  const int64_t slab_rows =
+      std::max(kColumnSlabRows, (rows + kMaxColumnSlabs - 1) / kMaxColumnSlabs);
+  const int64_t slabs = (rows + slab_rows - 1) / slab_rows;
+  Scratch partial(like, slabs > 1 ? static_cast<size_t>(slabs * cols) * sizeof(float) : 0);
+  const dim3 grid(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>(slabs));
+  const dim3 block(32, kColumnSumRows);
+  column_slab_sum_kernel<<<grid, block, 0, stream()>>>(dst, partial.as<float>(), rows, cols,
+                                                       slab_rows, term);
+  MT_CUDA_CHECK_LAUNCH("column_slab_sum_kernel");
+  if (slabs == 1) return;
+  add_column_slabs_kernel<<<grid_size(cols), kBlockSize, 0, stream()>>>(dst, partial.as<float>(),
+                                                                        slabs, cols);
+  MT_CUDA_CHECK_LAUNCH("add_column_slabs_kernel");
+}
 
 // Rows of a row-major tensor whose last dim is the row: the product of the leading dims (also
 // when the last dim is 0).
