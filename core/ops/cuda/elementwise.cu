@@ -120,8 +120,7 @@ double sum_squares(const std::vector<Tensor>& xs) {
                                                       static_cast<int>(all_blocks));
   MT_CUDA_CHECK_LAUNCH("sum_partials_kernel");
   double result = 0.0;
-  MT_CUDA_CHECK(cudaMemcpyAsync(&result, total, sizeof(double), cudaMemcpyDeviceToHost, stream()));
-  device_synchronize(first.device());  // bounded, as every device wait
+  device_memcpy(&result, Device::cpu(), total, first.device(), sizeof(double));  // bounded waits
   return result;
 }
 
