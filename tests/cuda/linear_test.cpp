@@ -63,6 +63,28 @@ TEST_P(CudaLinearTest, BackwardWithoutInputAndBiasGradients) {
   expect_close(d_weight.gpu, d_weight.cpu, linear_tolerance(dtype), "d_weight");
 }
 
+// The bias gradient over training's row counts: 257 rows make two slabs of column sums, the
+// second of one row, and 4100 rows make 17 (core/ops/cuda/kernel_utils.cuh); 20 columns fill
+// less than one block's 32. Long sums in another order: f32 to 1e-4 relative, with a floor.
+TEST_P(CudaLinearTest, BiasGradientSumsManyRows) {
+  MT_REQUIRE_GPU();
+  const DType dtype = GetParam();
+  constexpr int64_t in_features = 16, out_features = 20;
+  for (const int64_t rows : {int64_t{257}, int64_t{4100}}) {
+    SCOPED_TRACE(rows);
+    const Operand in = random_operand({rows, in_features}, dtype, 15);
+    const Operand weight = random_operand({in_features, out_features}, dtype, 16);
+    const Operand d_out = random_operand({rows, out_features}, dtype, 17);
+    const Operand d_weight = random_operand({in_features, out_features}, dtype, 18);
+    const Operand d_bias = random_operand({out_features}, dtype, 19);
+    ops::cpu::linear_backward(Tensor(), d_weight.cpu, d_bias.cpu, d_out.cpu, in.cpu, weight.cpu);
+    ops::cuda::linear_backward(Tensor(), d_weight.gpu, d_bias.gpu, d_out.gpu, in.gpu, weight.gpu);
+    const Tolerance sums = dtype == DType::f32 ? Tolerance{1e-4, 1e-3} : Tolerance{8e-3, 1e-2};
+    expect_close(d_bias.gpu, d_bias.cpu, sums, "d_bias");
+    expect_close(d_weight.gpu, d_weight.cpu, sums, "d_weight");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaLinearTest, ::testing::Values(DType::f32, DType::bf16),
                          dtype_case_name);
 
