@@ -29,13 +29,15 @@ constexpr size_t kHostAlignment = 64;  // one cache line, enough for AVX-512 loa
 // Training allocates and frees the same large buffers every step (FSDP's all-gather outputs and
 // reduce-scatter staging, full parameters and gradients, activations). From the system allocator
 // each would be mapped, faulted in page by page and unmapped again, which costs more than the
-// copies themselves; like a caching allocator, freed large blocks are kept by exact size and
-// handed out again. The cache is bounded (2 GiB, or 1/32 of the machine's memory when that is
-// less: it is resident memory no rank's tracker sees); tensors' accounting is unaffected
-// (trackers count what tensors hold, not what the cache keeps).
+// copies themselves; like a caching allocator, freed blocks are kept by exact size and handed out
+// again. Two instances: pageable blocks of at least kPageableCacheMinBytes, and pinned blocks of
+// every size. Each is bounded (2 GiB, or 1/32 of the machine's memory when that is less: it is
+// resident memory no rank's tracker sees); tensors' accounting is unaffected (trackers count what
+// tensors hold, not what the cache keeps).
+constexpr size_t kPageableCacheMinBytes = size_t{1} << 20;
+
 class HostBlockCache {
  public:
-  static constexpr size_t kMinBytes = size_t{1} << 20;  // pageable blocks worth keeping
 
   void* take(size_t bytes) {
     std::lock_guard lock(mutex_);
@@ -73,7 +75,7 @@ HostBlockCache& host_cache() {
     // Large blocks the cache does not keep go back to the system at once. glibc's dynamic
     // threshold would instead move blocks of up to 32 MiB into per-thread arenas, which many rank
     // threads fragment (measured: 3.6 GB more resident memory for gpt2-large on 8 local ranks).
-    mallopt(M_MMAP_THRESHOLD, static_cast<int>(HostBlockCache::kMinBytes));
+    mallopt(M_MMAP_THRESHOLD, static_cast<int>(kPageableCacheMinBytes));
 #endif
     return new HostBlockCache;  // never destroyed: frees may come late
   }();
@@ -205,9 +207,9 @@ void* device_alloc(Device device, size_t bytes) {
   if (bytes == 0) return nullptr;
   if (device.is_cpu()) {
     const size_t block = host_block_bytes(bytes);
-    // Small blocks bypass the cache and so its mallopt, which would fix glibc's thresholds for
-    // them too (measured: the demo, whose blocks are all small, ran 8-11% slower).
-    if (block >= HostBlockCache::kMinBytes)
+    // Small blocks bypass the cache, so a run of small blocks never sets its mallopt, which fixes
+    // glibc's thresholds for every block (measured: the demo, all small blocks, ran 8-11% slower).
+    if (block >= kPageableCacheMinBytes)
       if (void* cached = host_cache().take(block)) return cached;
     void* ptr = std::aligned_alloc(kHostAlignment, block);
     if (!ptr) throw Error(detail::concat("out of host memory allocating ", bytes, " bytes"));
@@ -226,7 +228,7 @@ void device_free(Device device, void* ptr, size_t bytes) {
   if (!ptr) return;
   if (device.is_cpu()) {
     const size_t block = host_block_bytes(bytes);
-    if (block >= HostBlockCache::kMinBytes && host_cache().give(ptr, block)) return;
+    if (block >= kPageableCacheMinBytes && host_cache().give(ptr, block)) return;
     std::free(ptr);
     return;
   }

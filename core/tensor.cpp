@@ -76,12 +76,6 @@ Tensor Tensor::empty_pinned(const Shape& shape, DType dtype) {
                 dtype);
 }
 
-Tensor Tensor::zeros_pinned(const Shape& shape, DType dtype) {
-  Tensor t = empty_pinned(shape, dtype);
-  t.zero_();
-  return t;
-}
-
 Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape) {
   Tensor t = empty(shape, DType::f32);
   MT_CHECK_EQ(static_cast<int64_t>(values.size()), t.numel(), "values for shape ",

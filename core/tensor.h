@@ -49,9 +49,8 @@ class Tensor {
 
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
   static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
-  // Host tensors in pinned memory (pinned_host_alloc): what GPU copies stream from and into.
+  // A host tensor in pinned memory (pinned_host_alloc): what GPU copies stream from and into.
   static Tensor empty_pinned(const Shape& shape, DType dtype);
-  static Tensor zeros_pinned(const Shape& shape, DType dtype);
   // A host f32 (or i32) tensor holding the given values; values.size() must equal the numel.
   static Tensor from_vector(const std::vector<float>& values, const Shape& shape);
   static Tensor from_vector(const std::vector<int32_t>& values, const Shape& shape);

@@ -8,7 +8,8 @@
 #   OUT set (by hand: unset → /tmp/meshtrain-gpu-out). Writes four files there:
 #   summary.txt (per program: counts, status, seconds), tests.log (all output), env.txt (libraries
 #   found, ldd), nvidia-smi.txt.
-# Runs every bundled program, each under a timeout, going on after one fails or crashes. Exits 0
+# Runs every bundled program, each under a timeout, going on after one fails or crashes; a crashed
+# program's last test is rerun under compute-sanitizer memcheck when the machine has it. Exits 0
 # when nothing failed (every test skipping is fine with no GPU visible), 1 otherwise, 2 when the
 # bundle is missing.
 set -uo pipefail
@@ -125,6 +126,7 @@ for p in $programs; do
       *) ((rc > 128)) && status="CRASHED (signal $((rc - 128)))" || status="FAILED (exit $rc)" ;;
     esac
   fi
+  secs=$((SECONDS - t0))
   last_test=$(grep -E '^\[ RUN      \]' "$plog" | tail -n1 | sed 's/^\[ RUN      \] //')
   slog=""
   left=$((total_s - (SECONDS - start)))
@@ -134,7 +136,6 @@ for p in $programs; do
     timeout -k 5 $((left < sanitize_s ? left : sanitize_s)) "$sanitizer" --tool memcheck \
       --print-limit 10 "$bin" --gtest_filter="$last_test" >"$slog" 2>&1
   fi
-  secs=$((SECONDS - t0))
   pass=$(count PASSED "$plog") fail=$(count FAILED "$plog") skip=$(count SKIPPED "$plog")
   [[ -n $pass ]] && fail=${fail:-0} skip=${skip:-0}  # gtest prints these two only when nonzero
   [[ $status != ok && $status != skipped* ]] && failed=1

@@ -33,7 +33,7 @@ HostBytes estimate_rank_host_bytes(const TrainConfig& config) {
   HostBytes host;
   const auto count = [&](double bytes, std::string_view what) {
     host.bytes += bytes;
-    host.counts += (host.counts.empty() ? "" : ", ") + std::string(what);
+    host.parts += (host.parts.empty() ? "" : ", ") + std::string(what);
   };
   const bool on_host = config.device == DeviceKind::cpu;
   if (on_host) count(model_state, "model state");

@@ -16,11 +16,11 @@ namespace meshtrain {
 // tiny model at --world 100 and 500 peaked at 333 MB and 1,558 MB resident, 3.1 MB per rank.
 inline constexpr double kLocalRankOverheadBytes = 3.0 * (1 << 20);
 
-// A lower bound of one rank's peak host bytes (in double, so that no size overflows) and what it
-// counts ("model state, logits, the local backend's overhead").
+// A lower bound of one rank's peak host bytes (in double, so that no size overflows) and its parts
+// ("model state, logits, the local backend's overhead").
 struct HostBytes {
   double bytes = 0.0;
-  std::string counts;
+  std::string parts;
 };
 HostBytes estimate_rank_host_bytes(const TrainConfig& config);
 // Bytes the machine has (physical memory), 0 when unknown.

@@ -153,8 +153,9 @@ void TrainConfig::validate() const {
   MT_CHECK(machine == 0.0 || per_rank.bytes * ranks_here <= machine, "the run needs at least ",
            mib(per_rank.bytes * ranks_here), " MiB of host memory (", mib(per_rank.bytes),
            " MiB for each of ", ranks_here, " rank", ranks_here > 1 ? "s" : "",
-           " on this machine: ", per_rank.counts, "), the machine has ", mib(machine),
-           " MiB; lower --world, --batch or --seq, or shard more");
+           " on this machine: ", per_rank.parts, "), the machine has ", mib(machine),
+           " MiB; lower --world, --batch or --seq, shard more",
+           device == DeviceKind::cpu ? "" : ", or drop --offload");
   // Every plugin option is parsed once, by its plugin: build them now so a bad one fails here.
   const StrategyRegistry registry = builtin_strategies();
   for (const auto& [plugin, options] : strategies) registry.create(plugin, options);

@@ -49,11 +49,12 @@ class Communicator {
 
   // out (W * n elements) = concatenation of every rank's in (n elements), in rank order.
   // With out on a GPU, in may be in host memory: the backend copies it in on its own stream, as
-  // FSDP2 does offloaded shards (pinned host memory makes that copy asynchronous).
+  // FSDP2 does offloaded shards (pinned host memory makes that copy asynchronous; nccl takes
+  // pinned memory only).
   WorkPtr all_gather_into(const Tensor& out, const Tensor& in);
   // out (n elements) = rank's chunk of the reduction of every rank's in (W * n elements).
   // With in on a GPU, out may be in host memory: the backend copies the reduced chunk out on its
-  // own stream, and out holds it once the op completes.
+  // own stream, and out holds it once the op completes (nccl: pinned memory only).
   WorkPtr reduce_scatter_into(const Tensor& out, const Tensor& in, ReduceOp op);
   WorkPtr all_reduce(const Tensor& buffer, ReduceOp op);
   WorkPtr broadcast(const Tensor& buffer, int root);
@@ -115,8 +116,8 @@ class Communicator {
  private:
   // Which buffer of an op may be in host memory while the other is on a GPU.
   enum class Crossing { none, host_in, host_out };
-  // in and out share a device, but for the crossing allowed; checks them with check_buffer (a
-  // host buffer crossing to a GPU is the backend's to copy, whatever its own buffers may be).
+  // Checks that in and out share a device, except for the one crossing `crossing` allows, and
+  // each buffer with check_buffer, or, crossing, with check_host_crossing.
   void check_placement(const Tensor& out, const Tensor& in, std::string_view op,
                        Crossing crossing) const;
   void count(CommOp op, uint64_t sent, uint64_t received);

@@ -401,8 +401,10 @@ void scale(const Tensor& x, float alpha) {
 }
 
 double sum_squares(const std::vector<Tensor>& xs) {
+  std::vector<std::string> names;  // outlive args, which keeps pointers to them
+  for (size_t i = 0; i < xs.size(); ++i) names.push_back(detail::concat("xs[", i, "]"));
   Args args("sum_squares");
-  for (const Tensor& x : xs) args.compute("xs", x);
+  for (size_t i = 0; i < xs.size(); ++i) args.compute(names[i].c_str(), xs[i]);
   MT_DISPATCH(args, sum_squares, xs);
 }
 

@@ -59,8 +59,8 @@ FsdpUnit::FsdpUnit(std::string name, const std::vector<Parameter*>& params,
   }
   {
     MemoryCategoryScope scope(MemoryCategory::grad);
-    grad_shard_ = shard_tensor(layout_.grad_shard_numel, DType::f32);
-    grad_shard_.zero_();
+    // Beside the master, but never pinned: it never crosses to the GPU (the reduced shard does).
+    grad_shard_ = Tensor::zeros({layout_.grad_shard_numel}, DType::f32, master_.device());
   }
   for (const ParamShard& s : layout_.params) {
     const Layout layout = shard_layout(s);

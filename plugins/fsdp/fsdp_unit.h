@@ -2,13 +2,13 @@
 //
 // Between uses the unit holds only its flat shard: the fp32 master shard (MemoryCategory::param)
 // and the fp32 gradient shard (MemoryCategory::grad), on the parameters' device or, offloaded, in
-// host memory (pinned for a GPU; the all-gather copies the shard in and the reduce-scatter copies
-// it out, on the backend's stream, as FSDP2's CPUOffloadPolicy). Around compute it all-gathers
-// the shards,
-// copies them out into full parameters (MemoryCategory::unsharded_param) and installs them on the
-// Parameter objects; backward accumulates into full gradients (MemoryCategory::unsharded_grad),
-// which are packed rank by rank and reduce-scattered into the gradient shard. Collective staging
-// buffers are MemoryCategory::comm.
+// host memory (as FSDP2's CPUOffloadPolicy: on a GPU the all-gather copies the pinned master in
+// and the reduce-scatter copies the reduced shard out, on the backend's stream). Around compute
+// it all-gathers the shards, copies them out into full parameters
+// (MemoryCategory::unsharded_param) and installs them on the Parameter objects; backward
+// accumulates into full gradients (MemoryCategory::unsharded_grad), which are packed rank by rank
+// and reduce-scattered into the gradient shard. Collective staging buffers are
+// MemoryCategory::comm.
 //
 // With a shard group of one and fp32 throughout (plain data parallelism), the full parameters and
 // gradients are views of the shards themselves: nothing is gathered or copied, and gradients are
@@ -115,9 +115,9 @@ class FsdpUnit {
   int shard_size() const { return layout_.world; }
   int shard_rank() const { return config_.groups.shard ? config_.groups.shard->rank() : 0; }
   void wait(const WorkPtr& work);
-  // A flat shard-sized buffer where the shards live: on the compute device or, offloaded, in host
-  // memory, pinned when the compute device is a GPU so that copies to and from it are
-  // asynchronous DMA. Uninitialised.
+  // A flat buffer that crosses between the shards and the collectives: on the compute device or,
+  // offloaded, in host memory, pinned when the compute device is a GPU so that the copies to and
+  // from it are asynchronous DMA. Uninitialised.
   Tensor shard_tensor(int64_t numel, DType dtype) const;
   void install_views();
   // Where the rank's shard of a parameter sits in the global tensor.

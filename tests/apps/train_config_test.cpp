@@ -219,15 +219,15 @@ TEST(TrainConfig, HostMemoryEstimateCountsWhatLivesOnTheHost) {
   const double logits = 4.0 * (8 / 4) * 64 * static_cast<double>(c.model.vocab);
   HostBytes host = estimate_rank_host_bytes(c);
   EXPECT_DOUBLE_EQ(host.bytes, state + logits + kLocalRankOverheadBytes);
-  EXPECT_EQ(host.counts, "model state, logits, the local backend's overhead");
+  EXPECT_EQ(host.parts, "model state, logits, the local backend's overhead");
   c.device = DeviceKind::cuda;
   host = estimate_rank_host_bytes(c);
   EXPECT_DOUBLE_EQ(host.bytes, kLocalRankOverheadBytes);
-  EXPECT_EQ(host.counts, "the local backend's overhead");
+  EXPECT_EQ(host.parts, "the local backend's overhead");
   c.set("fsdp", "offload", "true");
   host = estimate_rank_host_bytes(c);
   EXPECT_DOUBLE_EQ(host.bytes, state + kLocalRankOverheadBytes);
-  EXPECT_EQ(host.counts, "offloaded model state, the local backend's overhead");
+  EXPECT_EQ(host.parts, "offloaded model state, the local backend's overhead");
   c.set("fsdp", "mode", "none");  // unsharded: every rank holds the whole state
   EXPECT_DOUBLE_EQ(estimate_rank_host_bytes(c).bytes, 4 * state + kLocalRankOverheadBytes);
   c.backend = BackendKind::nccl;

@@ -138,7 +138,7 @@ TEST(CudaLocalBackend, CopiesHostInputsInAndHostOutputsOut) {
   }
 }
 
-TEST(CudaLocalBackend, OnlyOffloadsCrossingsMixHostAndDeviceBuffers) {
+TEST(CudaLocalBackend, OnlyOffloadCrossingsMixHostAndDeviceBuffers) {
   MT_REQUIRE_GPU();
   spawn_ranks(1, [](RankContext& ctx) {
     const Tensor host = Tensor::zeros({8});
@@ -154,7 +154,7 @@ TEST(CudaLocalBackend, OnlyOffloadsCrossingsMixHostAndDeviceBuffers) {
   });
 }
 
-TEST(CudaLocalBackend, HostAndDeviceBuffersDoNotMixInOneCollective) {
+TEST(CudaLocalBackend, RanksMustAgreeOnHostOrDeviceMemory) {
   MT_REQUIRE_GPU();
   testing::expect_error<CommError>(
       [] {

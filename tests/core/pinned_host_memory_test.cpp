@@ -21,7 +21,7 @@ TEST(PinnedHostMemory, NeedsAVisibleGpu) {
 
 TEST(PinnedHostMemory, IsHostMemoryThatCopiesToAndFromTheGpu) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
-  const Tensor pinned = Tensor::zeros_pinned({1000}, DType::f32);
+  const Tensor pinned = Tensor::empty_pinned({1000}, DType::f32);
   EXPECT_TRUE(pinned.pinned());
   EXPECT_EQ(pinned.device(), Device::cpu());
   EXPECT_EQ(pinned.describe(), "f32[1000] on cpu (pinned)");

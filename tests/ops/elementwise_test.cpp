@@ -42,7 +42,7 @@ TEST(OpsElementwise, SumSquaresAddsUpEveryTensor) {
       [] {
         (void)ops::sum_squares({vec({1}), Tensor::zeros({2}, DType::bf16)});
       },
-      "sum_squares: xs must have the dtype of xs (f32)");
+      "sum_squares: xs[1] must have the dtype of xs[0] (f32)");
 }
 
 TEST(OpsElementwise, EmptyTensorsAreNoOps) {

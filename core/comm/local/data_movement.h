@@ -1,5 +1,5 @@
 // Each rank's share of a collective's data movement, read straight from the peers' posted buffers
-// (no staging). Called between the phases of a slot, when every rank has posted.
+// (staged only to reduce a source that sits on another device, or into a host output). Called between the phases of a slot, when every rank has posted.
 #pragma once
 
 #include "core/comm/local/group_state.h"

@@ -52,14 +52,14 @@ WorkPtr NcclCommunicator::work_after_enqueued(std::string what, std::vector<Tens
 
 template <typename Call>
 WorkPtr NcclCommunicator::launch(CommOp op, size_t bytes, std::vector<Tensor> buffers, Call&& call,
-                                 const std::function<void(cudaStream_t)>& then) {
+                                 const std::function<void(cudaStream_t)>& after_op) {
   std::string what = describe(op, bytes);
   // Every rank has the same sizes, so all skip together.
   if (bytes == 0) return std::make_shared<CompletedWork>(std::move(what), options().timeout);
   enqueue(what, std::forward<Call>(call));
-  if (then) {
+  if (after_op) {
     try {
-      then(context_->stream());
+      after_op(context_->stream());
     } catch (...) {
       context_->abort();  // ends the op, which still uses the buffers about to be freed
       throw;
@@ -78,7 +78,8 @@ void copy_on_stream(const Tensor& to, const Tensor& from, cudaStream_t stream) {
 }  // namespace
 
 WorkPtr NcclCommunicator::do_all_gather(const Tensor& out, const Tensor& in) {
-  // An input in host memory is copied in first, on the comm stream.
+  // An input in host memory is copied in first, on the comm stream: queued inside `call`, ahead of
+  // the NCCL call (work behind it must wait until NCCL has enqueued the op: see reduce_scatter).
   const bool copy_in = in.device().is_cpu();
   const Tensor source = copy_in ? Tensor::empty(in.shape(), in.dtype(), out.device()) : in;
   return launch(CommOp::all_gather, out.nbytes(), {out, in, source},
@@ -95,15 +96,15 @@ WorkPtr NcclCommunicator::do_reduce_scatter(const Tensor& out, const Tensor& in,
   // when the call returns).
   const bool copy_out = out.device().is_cpu();
   const Tensor reduced = copy_out ? Tensor::empty(out.shape(), out.dtype(), in.device()) : out;
-  std::function<void(cudaStream_t)> then;
-  if (copy_out) then = [&](cudaStream_t s) { copy_on_stream(out, reduced, s); };
+  std::function<void(cudaStream_t)> copy_back;
+  if (copy_out) copy_back = [&](cudaStream_t s) { copy_on_stream(out, reduced, s); };
   return launch(
       CommOp::reduce_scatter, in.nbytes(), {out, in, reduced},
       [&](ncclComm_t comm, cudaStream_t s) {
         return ncclReduceScatter(in.raw_data(), reduced.raw_data(), out.numel(),
                                  to_nccl(in.dtype()), to_nccl(op), comm, s);
       },
-      then);
+      copy_back);
 }
 
 WorkPtr NcclCommunicator::do_all_reduce(const Tensor& buffer, ReduceOp op) {

@@ -52,11 +52,11 @@ class NcclCommunicator final : public Communicator {
   // the communicator: this rank's ops would no longer match its peers'.
   template <typename Call>
   void enqueue(const std::string& what, Call&& call);
-  // enqueue(), then `then` (more work on the comm stream behind the op, when given), then a Work
-  // done when all of it is (complete at once when the op moves no bytes).
+  // enqueue(), then `after_op` (more work on the comm stream behind the op, when given), then a
+  // Work done when all of it is (complete at once when the op moves no bytes).
   template <typename Call>
   WorkPtr launch(CommOp op, size_t bytes, std::vector<Tensor> buffers, Call&& call,
-                 const std::function<void(cudaStream_t)>& then = nullptr);
+                 const std::function<void(cudaStream_t)>& after_op = nullptr);
   // A Work done when what the stream holds so far is.
   WorkPtr work_after_enqueued(std::string what, std::vector<Tensor> buffers);
 

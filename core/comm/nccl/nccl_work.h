@@ -21,9 +21,10 @@ class NcclWork : public Work {
 
   // Dropped without a wait that returned (an error unwinding, a timeout), the op may still use its
   // buffers. Device buffers go back to the caching allocator, whose reuse is ordered on the
-  // releasing thread's stream only, so that stream waits for the op first (on the GPU). Pinned
-  // host buffers would go to any thread at once, so unless the op is done they are kept for the
-  // rest of the process rather than handed out under a live copy. Never throws.
+  // allocating thread's stream only, so the dropping thread (the issuing one, normally) makes its
+  // stream wait for the op first (on the GPU). Pinned host buffers would go to any thread at once,
+  // so unless the op is done they are kept for the rest of the process rather than handed out
+  // under a live copy. Never throws.
   ~NcclWork() override;
 
   using Work::wait;

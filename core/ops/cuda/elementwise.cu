@@ -90,8 +90,8 @@ void scale(const Tensor& x, float alpha) {
   });
 }
 
-// Every tensor's partial sums go into one buffer, which one kernel adds up in order: one figure
-// comes back, after one wait, however many tensors there are.
+// Every tensor's partial sums go into one buffer, which one kernel adds up in a fixed order: one
+// figure comes back, after one wait, however many tensors there are.
 double sum_squares(const std::vector<Tensor>& xs) {
   std::vector<int> blocks;
   int64_t all_blocks = 0;

@@ -199,15 +199,15 @@ __global__ void add_column_slabs_kernel(Dst* dst, const float* partial, int64_t 
   }
 }
 
-// dst: the device array of `like` (its tensor, which places the scratch).
 template <typename Dst, typename Term>
-void accumulate_column_sums(const Tensor& like, Dst* dst, int64_t rows, int64_t cols,
+void accumulate_column_sums(const Tensor& dst_tensor, int64_t rows, int64_t cols,
                             const Term& term) {
   if (cols == 0 || rows == 0) return;
+  Dst* dst = ptr<Dst>(dst_tensor);
   const int64_t slab_rows =
       std::max(kColumnSlabRows, (rows + kMaxColumnSlabs - 1) / kMaxColumnSlabs);
   const int64_t slabs = (rows + slab_rows - 1) / slab_rows;
-  Scratch partial(like, slabs > 1 ? static_cast<size_t>(slabs * cols) * sizeof(float) : 0);
+  Scratch partial(dst_tensor, slabs > 1 ? static_cast<size_t>(slabs * cols) * sizeof(float) : 0);
   const dim3 grid(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>(slabs));
   const dim3 block(32, kColumnSumRows);
   column_slab_sum_kernel<<<grid, block, 0, stream()>>>(dst, partial.as<float>(), rows, cols,

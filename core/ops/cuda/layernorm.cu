@@ -104,11 +104,10 @@ void layernorm_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor
         ptr<T>(d_in), ptr<T>(d_out), ptr<T>(in), ptr<T>(weight), ptr<float>(mean), ptr<float>(rstd),
         rows, cols);
     MT_CUDA_CHECK_LAUNCH("layernorm_backward_kernel");
-    accumulate_column_sums(
-        d_weight, ptr<T>(d_weight), rows, cols,
+    accumulate_column_sums<T>(
+        d_weight, rows, cols,
         NormalizedGrad<T>{ptr<T>(d_out), ptr<T>(in), ptr<float>(mean), ptr<float>(rstd), cols});
-    accumulate_column_sums(d_bias, ptr<T>(d_bias), rows, cols,
-                           MatrixValues<T>{ptr<T>(d_out), cols});
+    accumulate_column_sums<T>(d_bias, rows, cols, MatrixValues<T>{ptr<T>(d_out), cols});
   });
 }
 

@@ -61,8 +61,8 @@ void linear_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor& d
   if (d_bias.defined()) {
     dispatch_float(d_out.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      accumulate_column_sums(d_bias, ptr<T>(d_bias), rows, out_features,
-                             MatrixValues<T>{ptr<T>(d_out), out_features});
+      accumulate_column_sums<T>(d_bias, rows, out_features,
+                                MatrixValues<T>{ptr<T>(d_out), out_features});
     });
   }
 }
