@@ -38,7 +38,6 @@ constexpr size_t kPageableCacheMinBytes = size_t{1} << 20;
 
 class HostBlockCache {
  public:
-
   void* take(size_t bytes) {
     std::lock_guard lock(mutex_);
     auto it = free_.find(bytes);

@@ -35,10 +35,12 @@ HostBytes estimate_rank_host_bytes(const TrainConfig& config) {
     host.bytes += bytes;
     host.parts += (host.parts.empty() ? "" : ", ") + std::string(what);
   };
-  const bool on_host = config.device == DeviceKind::cpu;
-  if (on_host) count(model_state, "model state");
-  if (!on_host && offload) count(model_state, "offloaded model state");
-  if (on_host) count(logits, "logits");
+  if (config.device == DeviceKind::cpu) {
+    count(model_state, "model state");
+    count(logits, "logits");
+  } else if (offload) {
+    count(model_state, "offloaded model state");
+  }
   if (config.backend == BackendKind::local) count(kLocalRankOverheadBytes, "the local backend's overhead");
   return host;
 }

@@ -87,10 +87,13 @@ MeshLayout TrainConfig::effective_mesh() const {
   return MeshLayout({{std::string(mesh_axis::dp_shard), world}});
 }
 
+int TrainConfig::ranks_on_this_machine() const {
+  return backend == BackendKind::local ? world : mpirun_local_processes().value_or(1);
+}
+
 int TrainConfig::threads_per_rank() const {
   if (threads > 0) return threads;
-  const int sharing = backend == BackendKind::local ? world : mpirun_local_processes().value_or(1);
-  return std::max(1, ops::cpu::available_cpus() / std::max(1, sharing));
+  return std::max(1, ops::cpu::available_cpus() / std::max(1, ranks_on_this_machine()));
 }
 
 Device TrainConfig::rank_device(int rank) const {
@@ -148,7 +151,7 @@ void TrainConfig::validate() const {
   // Host memory bounds a host run, and a GPU run's offloaded state.
   const HostBytes per_rank = estimate_rank_host_bytes(*this);
   const double machine = machine_memory_bytes();
-  const int ranks_here = backend == BackendKind::local ? world : mpirun_local_processes().value_or(1);
+  const int ranks_here = ranks_on_this_machine();
   const auto mib = [](double bytes) { return static_cast<int64_t>(bytes / (1 << 20)); };
   MT_CHECK(machine == 0.0 || per_rank.bytes * ranks_here <= machine, "the run needs at least ",
            mib(per_rank.bytes * ranks_here), " MiB of host memory (", mib(per_rank.bytes),

@@ -69,8 +69,10 @@ struct TrainConfig {
 
   // The mesh to run on: the given one, or dp_shard=world.
   MeshLayout effective_mesh() const;
-  // --threads, or the CPUs this process may use / the ranks sharing this machine (at least 1): local ranks are
-  // threads of this process, mpirun's are processes of this machine.
+  // The ranks sharing this machine: local ranks are threads of this process, mpirun's are
+  // processes of this machine.
+  int ranks_on_this_machine() const;
+  // --threads, or the CPUs this process may use / ranks_on_this_machine() (at least 1).
   int threads_per_rank() const;
   // The device of rank `rank` of this machine (InvalidArgument when --device cuda finds no GPU).
   Device rank_device(int rank) const;

@@ -83,6 +83,12 @@ std::vector<Tensor> buffers(const Slot& slot, Tensor Post::*which) {
 
 }  // namespace
 
+Device device_of(const Tensor& in, const Tensor& out) {
+  if (out.defined() && out.device().is_cuda()) return out.device();
+  if (in.defined() && in.device().is_cuda()) return in.device();
+  return Device::cpu();
+}
+
 // Peers are visited starting after my own rank so that ranks do not all read one source at once.
 void gather_from_peers(const Slot& slot, int rank) {
   const int w = group_size(slot);
@@ -96,9 +102,8 @@ void gather_from_peers(const Slot& slot, int rank) {
 
 void reduce_my_chunk(const Slot& slot, int rank) {
   const Post& mine = slot.posts[rank];
-  const Device where = mine.out.device().is_cuda() ? mine.out.device() : mine.in.device();
   reduce_range(mine.out, 0, buffers(slot, &Post::in), rank * mine.out.numel(), mine.out.numel(),
-               slot.signature.reduce, where);
+               slot.signature.reduce, device_of(mine.in, mine.out));
 }
 
 void all_reduce_reduce_phase(const Slot& slot, int rank) {

@@ -1,10 +1,15 @@
 // Each rank's share of a collective's data movement, read straight from the peers' posted buffers
-// (staged only to reduce a source that sits on another device, or into a host output). Called between the phases of a slot, when every rank has posted.
+// (staged only to reduce a source that sits on another device, or into a host output). Called
+// between the phases of a slot, when every rank has posted.
 #pragma once
 
 #include "core/comm/local/group_state.h"
 
 namespace meshtrain::local {
+
+// The GPU a collective moves data on, when one of its buffers is there (an offloaded host
+// buffer crosses to the other's GPU); the host otherwise, and for a barrier.
+Device device_of(const Tensor& in, const Tensor& out);
 
 // out chunk j <- in of rank j.
 void gather_from_peers(const Slot& slot, int rank);

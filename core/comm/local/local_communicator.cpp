@@ -31,14 +31,6 @@ void check_reduction(DType dtype, ReduceOp op, std::string_view what) {
            ": avg is not defined on i32 buffers; use sum or max");
 }
 
-// The GPU a collective moves data on, when one of its buffers is there (an offloaded host
-// buffer crosses to the other's GPU); the host otherwise, and for a barrier.
-Device device_of(const Tensor& in, const Tensor& out) {
-  if (out.defined() && out.device().is_cuda()) return out.device();
-  if (in.defined() && in.device().is_cuda()) return in.device();
-  return Device::cpu();
-}
-
 // Device copies run on the progress thread's own stream; they must be finished before the rank
 // tells its peers (or its caller) that it is done with their buffers.
 void finish_device_copies(Device device, const WaitContext& ctx) {
