@@ -41,7 +41,8 @@ HostBytes estimate_rank_host_bytes(const TrainConfig& config) {
   } else if (offload) {
     count(model_state, "offloaded model state");
   }
-  if (config.backend == BackendKind::local) count(kLocalRankOverheadBytes, "the local backend's overhead");
+  if (config.backend == BackendKind::local)
+    count(kLocalRankOverheadBytes, "the local backend's overhead");
   return host;
 }
 

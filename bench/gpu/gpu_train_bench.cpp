@@ -57,10 +57,11 @@ double flops_per_step(const BenchSettings& s) {
 
 void print_tables() {
   const double flops = flops_per_step(g_single);
-  std::printf("\none GPU, %.3g model FLOP per step; MFU against the dtype's dense peak (bf16 %.0f, "
-              "f32 %.0f TFLOP/s)\n%-6s %10s %9s %10s %8s %14s\n",
-              flops, kBf16PeakFlops / 1e12, kF32PeakFlops / 1e12, "dtype", "tok/s", "step ms",
-              "TFLOP/s", "MFU", "peak MiB");
+  std::printf(
+      "\none GPU, %.3g model FLOP per step; MFU against the dtype's dense peak (bf16 %.0f, "
+      "f32 %.0f TFLOP/s)\n%-6s %10s %9s %10s %8s %14s\n",
+      flops, kBf16PeakFlops / 1e12, kF32PeakFlops / 1e12, "dtype", "tok/s", "step ms", "TFLOP/s",
+      "MFU", "peak MiB");
   for (const std::string& name : g_precision.order) {
     const ModeResult& r = g_precision.results.at(name);
     const double achieved = flops / r.step_s;
@@ -69,10 +70,11 @@ void print_tables() {
                 r.step_s * 1e3, achieved / 1e12, 100.0 * achieved / peak, r.peak_mem_bytes / kMiB);
   }
   const ModeResult* none = g_fsdp.base();
-  std::printf("\nW=%d ranks on one GPU, bf16 (wait: time blocked in Work::wait, which bounds the "
-              "exposed communication from above)\n%-6s %10s %9s %9s %12s %14s %16s\n", g_sharded.world,
-              "mode", "tok/s", "step ms", "vs none", "wait ms", "peak MiB/rank",
-              "sharded MiB/rank");
+  std::printf(
+      "\nW=%d ranks on one GPU, bf16 (wait: time blocked in Work::wait, which bounds the "
+      "exposed communication from above)\n%-6s %10s %9s %9s %12s %14s %16s\n",
+      g_sharded.world, "mode", "tok/s", "step ms", "vs none", "wait ms", "peak MiB/rank",
+      "sharded MiB/rank");
   for (const std::string& name : g_fsdp.order) {
     const ModeResult& r = g_fsdp.results.at(name);
     char ratio[16] = "-";
@@ -134,8 +136,8 @@ int main(int argc, char** argv) {
   print_tables();
 
   std::printf("\nprofile: one GPU, bf16, 4 steps\n");
-  TrainConfig profiled = make_train_config(g_single, {"bf16", one, fsdp("none", "bf16")},
-                                           g_data_path);
+  TrainConfig profiled =
+      make_train_config(g_single, {"bf16", one, fsdp("none", "bf16")}, g_data_path);
   profiled.steps = 4;
   profiled.profile = true;
   profiled.quiet = false;

@@ -157,11 +157,11 @@ auto traced_cuda_call(Device device, Call&& call) {
   }
 }
 }  // namespace
-#define MT_DISPATCH(args, fn, ...)                                                           \
-  do {                                                                                       \
-    const trace::Scope mt_kernel_span(trace::Kind::kernel, (args).op());                     \
-    if (!(args).device().is_cuda()) return cpu::fn(__VA_ARGS__);                             \
-    return traced_cuda_call((args).device(), [&] { return cuda::fn(__VA_ARGS__); });         \
+#define MT_DISPATCH(args, fn, ...)                                                   \
+  do {                                                                               \
+    const trace::Scope mt_kernel_span(trace::Kind::kernel, (args).op());             \
+    if (!(args).device().is_cuda()) return cpu::fn(__VA_ARGS__);                     \
+    return traced_cuda_call((args).device(), [&] { return cuda::fn(__VA_ARGS__); }); \
   } while (0)
 #else
 #define MT_DISPATCH(args, fn, ...)                                       \

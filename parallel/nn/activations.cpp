@@ -22,9 +22,7 @@ Tensor f32_like(const Tensor& like, const Shape& shape) {
   return Tensor::empty(shape, DType::f32, like.device());
 }
 
-Tensor on_device_of(const Tensor& like, const Tensor& tokens) {
-  return tokens.on(like.device());
-}
+Tensor on_device_of(const Tensor& like, const Tensor& tokens) { return tokens.on(like.device()); }
 
 void check_token_ids(const Tensor& ids, int64_t vocab, const char* what) {
   if (!ids.device().is_cpu()) return;

@@ -101,13 +101,14 @@ TEST_F(NcclSingleRank, CopiesPinnedHostInputsInAndOutputsOut) {
   const Tensor gathered = Tensor::zeros({n}, DType::f32, kGpu);
   ops::scale(gathered, 3.0f);  // queued before the op, which must overwrite what it writes
   comm_->all_gather_into(gathered, host_in)->wait();
-  testing::expect_values(gathered, [](int64_t i) { return i % 7; }, "all_gather from the host");
+  testing::expect_values(
+      gathered, [](int64_t i) { return i % 7; }, "all_gather from the host");
 
   const Tensor host_out = Tensor::empty_pinned({n}, DType::f32);
   ops::scale(gathered, 2.0f);  // queued: the reduction must read what it writes
   comm_->reduce_scatter_into(host_out, gathered, ReduceOp::sum)->wait();
-  testing::expect_values(host_out, [](int64_t i) { return 2 * (i % 7); },
-                         "reduce_scatter to the host");
+  testing::expect_values(
+      host_out, [](int64_t i) { return 2 * (i % 7); }, "reduce_scatter to the host");
 
   const Tensor pageable = Tensor::zeros({n});
   testing::expect_error<InvalidArgument>([&] { comm_->all_gather_into(gathered, pageable); },

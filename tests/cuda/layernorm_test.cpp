@@ -85,10 +85,10 @@ TEST(CudaLayerNorm, BackwardSumsThousandsOfRows) {
     const Operand d_in = zeros_operand(shape, dtype);
     const Operand d_weight = random_operand({channels}, dtype, 15);
     const Operand d_bias = random_operand({channels}, dtype, 16);
-    ops::cpu::layernorm_backward(d_in.cpu, d_weight.cpu, d_bias.cpu, d_out.cpu, in.cpu,
-                                 weight.cpu, saved_mean.cpu, saved_rstd.cpu);
-    ops::cuda::layernorm_backward(d_in.gpu, d_weight.gpu, d_bias.gpu, d_out.gpu, in.gpu,
-                                  weight.gpu, saved_mean.gpu, saved_rstd.gpu);
+    ops::cpu::layernorm_backward(d_in.cpu, d_weight.cpu, d_bias.cpu, d_out.cpu, in.cpu, weight.cpu,
+                                 saved_mean.cpu, saved_rstd.cpu);
+    ops::cuda::layernorm_backward(d_in.gpu, d_weight.gpu, d_bias.gpu, d_out.gpu, in.gpu, weight.gpu,
+                                  saved_mean.gpu, saved_rstd.gpu);
     const Tolerance sums = dtype == DType::f32 ? Tolerance{1e-4, 1e-3} : Tolerance{8e-3, 1e-2};
     expect_close(d_in.gpu, d_in.cpu, output_tolerance(dtype), "d_in");
     expect_close(d_weight.gpu, d_weight.cpu, sums, "d_weight");

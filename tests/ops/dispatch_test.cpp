@@ -23,8 +23,9 @@ TEST(OpsDispatch, Bf16ActivationsOnCpuAreAcceptedButNotMixedWithF32) {
 
 TEST(OpsDispatch, IntegerActivationsAreRejected) {
   const Tensor x = Tensor::zeros({4}, DType::i32);
-  testing::expect_error<InvalidArgument>([&] { (void)ops::sum_squares({x}); },
-                                         "sum_squares: xs[0] must be f32 or bf16, got i32[4] on cpu");
+  testing::expect_error<InvalidArgument>(
+      [&] { (void)ops::sum_squares({x}); },
+      "sum_squares: xs[0] must be f32 or bf16, got i32[4] on cpu");
 }
 
 TEST(OpsDispatch, UndefinedTensorsAreNamed) {

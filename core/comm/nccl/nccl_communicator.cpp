@@ -24,7 +24,8 @@ void NcclCommunicator::check_buffer(const Tensor& buffer, std::string_view what)
 void NcclCommunicator::check_host_crossing(const Tensor& host, std::string_view what) const {
   MT_CHECK(host.pinned(), what, ": the nccl backend of group '", name(),
            "' copies host buffers on its stream from pinned memory only (Tensor::empty_pinned), "
-           "got ", host.describe());
+           "got ",
+           host.describe());
 }
 
 template <typename Call>

@@ -163,7 +163,7 @@ class Scratch {
 // kernel adds the slabs' partial sums in slab order. Slabs depend on the row count alone, so the
 // result is deterministic.
 constexpr int kColumnSumRows = 32;
-constexpr int64_t kColumnSlabRows = 256;  // 8 rows per thread
+constexpr int64_t kColumnSlabRows = 256;    // 8 rows per thread
 constexpr int64_t kMaxColumnSlabs = 65535;  // gridDim.y
 
 // One slab's sums: added into dst when there is one slab, else written to partial[slab][c].
