@@ -58,11 +58,8 @@ std::string partial_directory_path(const std::string& dir, int64_t step) {
 }
 
 std::string prepare_partial_directory(const std::string& dir, int64_t step) {
+  create_directories_synced(dir);
   std::error_code error;
-  fs::create_directories(dir, error);
-  if (error)
-    throw IoError(
-        detail::concat("cannot create checkpoint directory '", dir, "': ", error.message()));
   const fs::path partial = partial_directory_path(dir, step);
   remove_tree(partial);
   fs::create_directory(partial, error);
@@ -132,10 +129,10 @@ std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::str
   return found;
 }
 
-void prune_checkpoints(const std::string& dir, int keep) {
+void prune_checkpoints(const std::string& dir, int64_t keep) {
   if (keep == 0) return;
   const auto found = complete_checkpoints(dir);
-  for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i)
+  for (size_t i = 0; i + static_cast<uint64_t>(keep) < found.size(); ++i)
     remove_tree(found[i].second);
   sync_directory(dir);
 }

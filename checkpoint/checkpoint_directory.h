@@ -40,6 +40,6 @@ std::string publish_partial_directory(const std::string& dir, int64_t step);
 // first. IoError when `dir` does not exist.
 std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& dir);
 // Removes the oldest complete checkpoints beyond the newest `keep` (0 keeps all).
-void prune_checkpoints(const std::string& dir, int keep);
+void prune_checkpoints(const std::string& dir, int64_t keep);
 
 }  // namespace meshtrain

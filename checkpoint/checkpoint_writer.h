@@ -26,7 +26,7 @@ struct StoredTensor {
 };
 
 struct CheckpointSaveOptions {
-  int keep = 0;  // keep the newest `keep` complete checkpoints in the directory (0: keep all)
+  int64_t keep = 0;  // keep the newest `keep` complete checkpoints in the directory (0: keep all)
   uint64_t chunk_bytes = 1u << 20;  // CRC32 granularity: readers read and check whole chunks
   // Test hook: called on this rank after each of its files (its shard; on rank 0 also index.json
   // and COMPLETE) is written and flushed. An exception it throws leaves save_checkpoint at once,

@@ -5,8 +5,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "core/error.h"
 
@@ -33,6 +35,18 @@ void sync_directory(const std::string& path) {
   sync_path(path, O_RDONLY | O_DIRECTORY, "directory");
 }
 
+void create_directories_synced(const std::string& path) {
+  if (path.empty() || std::filesystem::is_directory(path)) return;
+  const std::filesystem::path folder(path);
+  const std::string parent = folder.has_parent_path() ? folder.parent_path().string() : ".";
+  create_directories_synced(parent);
+  std::error_code error;
+  std::filesystem::create_directory(folder, error);
+  if (error)
+    throw IoError(detail::concat("cannot create the folder '", path, "': ", error.message()));
+  sync_directory(parent);
+}
+
 void write_file_synced(const std::string& path, const std::string& text) {
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -41,6 +55,26 @@ void write_file_synced(const std::string& path, const std::string& text) {
     if (!out) throw IoError(detail::concat("writing '", path, "' failed"));
   }
   sync_file(path);
+}
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), partial_(path_ + ".partial") {}
+
+AtomicFile::~AtomicFile() {
+  if (committed_) return;
+  std::error_code ignored;
+  std::filesystem::remove(partial_, ignored);
+}
+
+void AtomicFile::commit() {
+  sync_file(partial_);
+  std::error_code error;
+  std::filesystem::rename(partial_, path_, error);
+  if (error)
+    throw IoError(
+        detail::concat("cannot rename '", partial_, "' to '", path_, "': ", error.message()));
+  committed_ = true;
+  const std::string folder = std::filesystem::path(path_).parent_path().string();
+  sync_directory(folder.empty() ? "." : folder);
 }
 
 std::string read_small_file(const std::string& path) {

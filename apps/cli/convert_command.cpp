@@ -1,10 +1,14 @@
+#include <filesystem>
 #include <iostream>
 
 #include "apps/cli/commands.h"
 #include "apps/train/checkpoint_config.h"
 #include "apps/train/training_checkpoint.h"
+#include "checkpoint/checkpoint_directory.h"
 #include "checkpoint/convert.h"
 #include "core/error.h"
+#include "models/checkpoint.h"
+#include "models/gpt2.h"
 
 namespace meshtrain {
 
@@ -21,11 +25,19 @@ void convert(const ConvertFlags& f) {
     std::cout << "wrote the parameters of " << checkpoint << " to " << f.output << "\n";
     return;
   }
-  MT_CHECK(f.heads > 0, "converting a safetensors file needs --heads (the file does not record "
-                        "the head count)");
   const GPT2Config model = gpt2_config_from_checkpoint(f.input, f.heads);
-  const std::string path =
-      safetensors_to_checkpoint(f.input, f.output, 0, {{"model", model_metadata(model)}});
+  // The file must load into that model, as --init FILE checks; the checkpoint then holds what
+  // --init CHECKPOINT reads: the model's parameter names, without the attention-mask buffers.
+  GPT2 shapes(model, GPT2Options{.materialize = false});
+  const SafetensorsValues loads_into_the_model(f.input, shapes.parameters());
+  // --init DIR takes a folder's newest checkpoint, which would not be this step 0.
+  if (std::filesystem::is_directory(f.output)) {
+    const auto held = complete_checkpoints(f.output);
+    MT_CHECK(held.empty(), "convert: '", f.output, "' already holds checkpoints (newest ",
+             held.empty() ? "" : held.back().second, "); convert into a new folder");
+  }
+  const std::string path = safetensors_to_checkpoint(
+      f.input, f.output, 0, {{"model", model_metadata(model)}}, checkpoint_parameter_name);
   std::cout << "wrote " << path << " (GPT-2 " << model.describe()
             << "); start a run from it with --init " << f.output << "\n";
 }

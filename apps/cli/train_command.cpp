@@ -84,8 +84,9 @@ void apply(TrainFlags& f) {
     if (!f.model.empty()) c.model = gpt2_preset(f.model);
     apply_sizes(f, c.model);
   } else if (!c.init_path.empty()) {
-    MT_CHECK(!f.vocab && !f.ctx && !f.dim && !f.layers, "--init takes the model's sizes from the "
-             "file; drop --vocab, --ctx, --dim and --layers");
+    MT_CHECK(f.model.empty() && !f.vocab && !f.ctx && !f.dim && !f.layers,
+             "--init takes the model's sizes from the file; drop --model, --vocab, --ctx, --dim "
+             "and --layers");
     c.model = gpt2_config_from_checkpoint(c.init_path, f.heads);
   } else {
     c.model = gpt2_preset(f.model.empty() ? "demo" : f.model);
@@ -200,7 +201,8 @@ void add_train_command(CLI::App& app) {
       "FSDP CPU offload: master shards, gradient shards and AdamW state in host memory, the "
       "optimizer step on the CPU (FSDP2's CPUOffloadPolicy)");
   cmd->add_option("--sample", c.sample_bytes, "bytes of text to sample at the end (0: none)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(non_negative);
   cmd->add_flag("--quiet", c.quiet, "print nothing but errors");
   cmd->callback([f] {
     apply(*f);

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/durable_files.h"
 #include "core/error.h"
 
 namespace meshtrain {
@@ -81,6 +82,33 @@ void TrainReporter::print_progress(const StepMetrics& m) {
   } else {
     out_ << line << "\n" << std::flush;
   }
+}
+
+void TrainReporter::resumed(const std::string& checkpoint, int64_t steps_done) {
+  note("resumed from " + checkpoint + " at step " + std::to_string(steps_done));
+  if (!metrics_.is_open()) return;
+  metrics_.close();
+  std::string kept;
+  {
+    std::ifstream in(config_.metrics_path);
+    for (std::string line; std::getline(in, line);) {
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      const bool later = j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+                         j["step"].get<int64_t>() >= steps_done;
+      if (!later) kept += line + "\n";
+    }
+    if (in.bad()) throw IoError("cannot read the metrics file '" + config_.metrics_path + "'");
+  }
+  {
+    AtomicFile file(config_.metrics_path);
+    std::ofstream out(file.partial_path(), std::ios::binary | std::ios::trunc);
+    out << kept;
+    out.close();
+    if (!out) throw IoError("writing the metrics file '" + config_.metrics_path + "' failed");
+    file.commit();
+  }
+  metrics_.open(config_.metrics_path, std::ios::app);
+  if (!metrics_) throw IoError("cannot write the metrics file '" + config_.metrics_path + "'");
 }
 
 void TrainReporter::on_step(const StepMetrics& m) {

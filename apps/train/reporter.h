@@ -1,6 +1,6 @@
 // TrainReporter: what rank 0 tells the user during a run — a progress line (redrawn in place on a
 // terminal, one line every few steps otherwise), the metrics file (JSON lines, one object per
-// step; a resumed run appends to it) and the closing summary.
+// step; a resumed run continues it) and the closing summary.
 #pragma once
 
 #include <chrono>
@@ -18,6 +18,10 @@ class TrainReporter {
   TrainReporter(const TrainConfig& config, std::ostream& out, bool interactive);
   // `plan`: the strategies and their axes (ParallelPlan::describe).
   void start(const std::string& mesh, const std::string& plan, int64_t parameters);
+  // The run resumed from `checkpoint` with `steps_done` steps behind it: says so, and drops the
+  // metrics lines of later steps (a crashed run logs steps past its last checkpoint, which this
+  // run logs again).
+  void resumed(const std::string& checkpoint, int64_t steps_done);
   void on_step(const StepMetrics& m);
   // A line between progress reports: a checkpoint written, a resume.
   void note(const std::string& text);

@@ -57,8 +57,7 @@ std::vector<StepMetrics> train_steps(const TrainConfig& config, Communicator& wo
     reporter->start(trainer.mesh().layout().to_string(), trainer.plan().describe(),
                     trainer.model().config().num_parameters());
   if (reporter && !trainer.resumed_from().empty())
-    reporter->note("resumed from " + trainer.resumed_from() + " at step " +
-                   std::to_string(trainer.steps_done()));
+    reporter->resumed(trainer.resumed_from(), trainer.steps_done());
   std::vector<StepMetrics> steps;
   if (recorder) recorder->reset_totals();  // the profile covers the steps only
   while (trainer.steps_done() < config.steps) {

@@ -3,20 +3,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <optional>
 
-#include "core/comm/gather_values.h"
 #include "checkpoint/durable_files.h"
+#include "core/comm/gather_values.h"
 #include "core/device_memory.h"
 #include "core/error.h"
 #include "core/trace/recorder.h"
+#include "mesh/axis_names.h"
 #include "models/checkpoint.h"
 #include "models/gpt2_init.h"
 #include "models/safetensors.h"
 #include "models/sampling.h"
 #include "models/token_file.h"
-#include "mesh/axis_names.h"
 #include "parallel/grad_norm.h"
 #include "plugins/builtin_strategies.h"
 
@@ -90,6 +89,8 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
   } else if (is_checkpoint_path(config_.init_path)) {
     checkpoint = std::make_unique<CheckpointReader>(find_checkpoint(config_.init_path, "--init"));
   }
+  check_no_later_checkpoints(config_.checkpoint_dir,
+                             config_.resume_dir.empty() ? 0 : checkpoint->step());
   if (checkpoint)
     values = std::make_unique<CheckpointValues>(*checkpoint);
   else if (!config_.init_path.empty())
@@ -215,40 +216,30 @@ void Trainer::gather_parameters(const ParameterVisitor& fn) {
 void Trainer::save(const std::string& path) {
   // Written beside its final name and renamed into place once complete and synced: a failure
   // never leaves a partial file under `path`.
-  const std::string partial = path + ".partial";
-  std::unique_ptr<SafetensorsWriter> writer;
-  try {
-    if (rank() == 0) {
-      std::vector<SafetensorsSpec> specs;
-      for (Parameter* p : model_->parameters())
-        specs.push_back({p->name(), DType::f32, p->global_shape()});
-      writer = std::make_unique<SafetensorsWriter>(
-          partial, std::move(specs),
-          std::map<std::string, std::string>{{"format", "pt"},
-                                             {"heads", std::to_string(config_.model.heads)}});
-    }
-    gather_parameters([&](const Parameter& p, const Tensor& value) {
-      if (writer) writer->write(p.name(), value);
-    });
-    if (!writer) return;
-    writer->finish();
-    sync_file(partial);
-    std::filesystem::rename(partial, path);
-    const std::string folder = std::filesystem::path(path).parent_path().string();
-    sync_directory(folder.empty() ? "." : folder);
-  } catch (...) {
-    if (writer) {
-      std::error_code ignored;
-      std::filesystem::remove(partial, ignored);
-    }
-    throw;
+  std::optional<AtomicFile> file;
+  std::unique_ptr<SafetensorsWriter> writer;  // closed before `file` removes a failed write
+  if (rank() == 0) {
+    file.emplace(path);
+    std::vector<SafetensorsSpec> specs;
+    for (Parameter* p : model_->parameters())
+      specs.push_back({p->name(), DType::f32, p->global_shape()});
+    writer = std::make_unique<SafetensorsWriter>(
+        file->partial_path(), std::move(specs),
+        std::map<std::string, std::string>{{"format", "pt"},
+                                           {"heads", std::to_string(config_.model.heads)}});
   }
+  gather_parameters([&](const Parameter& p, const Tensor& value) {
+    if (writer) writer->write(p.name(), value);
+  });
+  if (!writer) return;
+  writer->finish();
+  file->commit();
 }
 
 std::string Trainer::save_checkpoint(const std::function<void(const std::string&)>& after_file) {
   MT_CHECK(!config_.checkpoint_dir.empty(), "save_checkpoint needs --checkpoint-dir");
   CheckpointSaveOptions options;
-  options.keep = static_cast<int>(config_.keep);
+  options.keep = config_.keep;
   options.after_file = after_file;
   return meshtrain::save_checkpoint(
       world_, config_.checkpoint_dir, step_,

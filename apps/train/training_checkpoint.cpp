@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "checkpoint/checkpoint_directory.h"
 #include "core/error.h"
 #include "models/rng.h"
 #include "parallel/grad_norm.h"
@@ -26,6 +27,22 @@ const nlohmann::json& field(const nlohmann::json& object, const std::string& key
   MT_CHECK(object.is_object() && object.contains(key), "checkpoint '", checkpoint,
            "' was not written by a training run: its metadata has no '", key, "'");
   return object.at(key);
+}
+
+int64_t integer_field(const nlohmann::json& object, const std::string& key,
+                      const std::string& checkpoint) {
+  const nlohmann::json& value = field(object, key, checkpoint);
+  MT_CHECK(value.is_number_integer(), "checkpoint '", checkpoint, "': its metadata's '", key,
+           "' is ", value.dump(), "; expected an integer");
+  return value.get<int64_t>();
+}
+
+std::string text_field(const nlohmann::json& object, const std::string& key,
+                       const std::string& checkpoint) {
+  const nlohmann::json& value = field(object, key, checkpoint);
+  MT_CHECK(value.is_string(), "checkpoint '", checkpoint, "': its metadata's '", key, "' is ",
+           value.dump(), "; expected a string");
+  return value.get<std::string>();
 }
 
 std::map<std::string, const Parameter*> by_name(Model& model) {
@@ -59,14 +76,24 @@ std::string find_checkpoint(const std::string& path, std::string_view flag) {
 
 bool is_checkpoint_path(const std::string& path) { return std::filesystem::is_directory(path); }
 
+void check_no_later_checkpoints(const std::string& dir, int64_t step) {
+  if (dir.empty() || !std::filesystem::is_directory(dir)) return;
+  const auto held = complete_checkpoints(dir);
+  MT_CHECK(held.empty() || held.back().first <= step, "--checkpoint-dir '", dir, "' already holds ",
+           held.back().second, ", past step ", step,
+           " where this run starts: it belongs to another run, or to the later steps of the one "
+           "this run restarts, and would be taken for this run's newest; move it away or write "
+           "to another folder");
+}
+
 GPT2Config checkpoint_model(const CheckpointReader& reader) {
   const nlohmann::json& model = field(reader.metadata(), "model", reader.path());
   GPT2Config config;
-  config.vocab = field(model, "vocab", reader.path()).get<int64_t>();
-  config.ctx = field(model, "ctx", reader.path()).get<int64_t>();
-  config.dim = field(model, "dim", reader.path()).get<int64_t>();
-  config.layers = field(model, "layers", reader.path()).get<int64_t>();
-  config.heads = field(model, "heads", reader.path()).get<int64_t>();
+  config.vocab = integer_field(model, "vocab", reader.path());
+  config.ctx = integer_field(model, "ctx", reader.path());
+  config.dim = integer_field(model, "dim", reader.path());
+  config.layers = integer_field(model, "layers", reader.path());
+  config.heads = integer_field(model, "heads", reader.path());
   config.validate();
   return config;
 }
@@ -109,17 +136,17 @@ void check_resumable(const nlohmann::json& metadata, const TrainConfig& config,
              ", this run's has ", key, " ", value.dump(), "; resume with the same model");
   for (const auto& [key, value] : {std::pair<const char*, int64_t>{"batch", config.batch},
                                    {"seq", config.seq}})
-    MT_CHECK(field(metadata, key, checkpoint).get<int64_t>() == value, "--resume ", checkpoint,
+    MT_CHECK(integer_field(metadata, key, checkpoint) == value, "--resume ", checkpoint,
              ": the checkpoint was trained with --", key, " ",
              field(metadata, key, checkpoint).dump(), ", this run asks for ", value,
              "; the batch contract (global batch and sequence length) must stay the same");
   const nlohmann::json& stored = field(metadata, "data", checkpoint);
-  const int64_t tokens = field(stored, "tokens", checkpoint).get<int64_t>();
-  const std::string hash = field(stored, "fnv1a64", checkpoint).get<std::string>();
+  const int64_t tokens = integer_field(stored, "tokens", checkpoint);
+  const std::string hash = text_field(stored, "fnv1a64", checkpoint);
   MT_CHECK(tokens == data.tokens && hash == hex(data.hash), "--resume ", checkpoint,
-           ": the data differs: the checkpoint was trained on ", tokens, " tokens (FNV-1a ",
-           hash, ", from '", field(stored, "path", checkpoint).get<std::string>(), "'), --data '",
-           config.data_path, "' holds ", data.tokens, " tokens (FNV-1a ", hex(data.hash), ")");
+           ": the data differs: the checkpoint was trained on ", tokens, " tokens (FNV-1a ", hash,
+           ", from '", text_field(stored, "path", checkpoint), "'), --data '", config.data_path,
+           "' holds ", data.tokens, " tokens (FNV-1a ", hex(data.hash), ")");
 }
 
 std::vector<StoredTensor> stored_training_state(TrainableState& state, AdamW& optimizer,
@@ -149,7 +176,7 @@ std::vector<StoredTensor> stored_training_state(TrainableState& state, AdamW& op
 void restore_optimizer(CheckpointReader& reader, TrainableState& state, AdamW& optimizer,
                        const DeviceMesh& mesh, Model& model) {
   const nlohmann::json& stored = field(reader.metadata(), "optimizer", reader.path());
-  optimizer.set_steps_taken(field(stored, "steps", reader.path()).get<int64_t>());
+  optimizer.set_steps_taken(integer_field(stored, "steps", reader.path()));
   const auto params = by_name(model);
   const std::vector<OptimizerSlot> slots = state.optimizer_slots();
   optimizer.prepare_state(slots);

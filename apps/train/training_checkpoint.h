@@ -23,6 +23,11 @@ namespace meshtrain {
 // checkpoint in the folder `path`; InvalidArgument naming `flag` when there is none.
 std::string find_checkpoint(const std::string& path, std::string_view flag);
 bool is_checkpoint_path(const std::string& path);  // a folder (a checkpoint, or a folder of them)
+// InvalidArgument when the folder `dir` (if any) already holds a complete checkpoint past `step`,
+// where a run writing its checkpoints there starts: a later step is another run's, or the
+// abandoned future of the run this one restarts from an earlier step, and --resume DIR and --keep
+// would take it for this run's newest.
+void check_no_later_checkpoints(const std::string& dir, int64_t step);
 // The model as checkpoint metadata records it ({"model": ...}), and back.
 nlohmann::json model_metadata(const GPT2Config& model);
 GPT2Config checkpoint_model(const CheckpointReader& reader);

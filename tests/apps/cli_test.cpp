@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -88,12 +89,20 @@ TEST_F(Cli, ModelSizesMustBePositive) {
   }
 }
 
+TEST_F(Cli, SampleMustNotBeNegative) {
+  const CliResult r = run_cli(dir_, "train --data '" + tokens_ + "' --sample -5 --steps 1 --quiet");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--sample: expected a non-negative integer, got -5"));
+}
+
 TEST_F(Cli, InitTakesTheSizesFromTheFile) {
-  const CliResult r = run_cli(dir_, "train --data '" + tokens_ + "' --init '" + tokens_ +
-                                        "' --heads 4 --dim 64 --steps 1 --quiet");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("--init takes the model's sizes from the file; drop --vocab, "
-                               "--ctx, --dim and --layers"));
+  for (const char* flag : {"--dim 64", "--model gpt2"}) {
+    const CliResult r = run_cli(dir_, "train --data '" + tokens_ + "' --init '" + tokens_ +
+                                          "' --heads 4 " + flag + " --steps 1 --quiet");
+    EXPECT_EQ(r.exit_code, 1) << flag;
+    EXPECT_THAT(r.err, HasSubstr("--init takes the model's sizes from the file; drop --model, "
+                                 "--vocab, --ctx, --dim and --layers"));
+  }
 }
 
 // --save records the head count: --init takes it from the file, and a different --heads is refused
@@ -200,6 +209,118 @@ TEST_F(Cli, CheckpointResumeAndConvert) {
   r = run_cli(dir_, common + " --steps 4 --dim 32 --resume '" + ckpt + "'");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("this run's has dim 32"));
+}
+
+// `saved` (a --save output) as Hugging Face names a GPT-2's tensors: under "transformer.", with
+// each block's attention-mask buffers, and no head count in the metadata.
+void write_hugging_face_style(const std::string& saved, const std::string& hf) {
+  SafetensorsReader reader(saved);
+  const Shape mask{1, 1, 16, 16};
+  std::vector<SafetensorsSpec> specs;
+  for (const SafetensorsEntry& e : reader.entries()) {
+    specs.push_back({"transformer." + e.name, DType::f32, e.shape});
+    if (e.name.ends_with(".attn.c_attn.weight")) {
+      const std::string block =
+          e.name.substr(0, e.name.size() - std::string("c_attn.weight").size());
+      specs.push_back({"transformer." + block + "bias", DType::f32, mask});
+      specs.push_back({"transformer." + block + "masked_bias", DType::f32, {}});
+    }
+  }
+  SafetensorsWriter writer(hf, specs);
+  for (const SafetensorsSpec& spec : specs) {
+    Tensor value = Tensor::zeros(spec.shape);
+    const std::string name = spec.name.substr(std::string("transformer.").size());
+    if (reader.find(name)) reader.read(name, value);
+    writer.write(spec.name, value);
+  }
+  writer.finish();
+}
+
+double first_loss(const std::string& metrics) {
+  return nlohmann::json::parse(testing::read_lines(metrics).at(0))["loss"].get<double>();
+}
+
+// convert stores a Hugging Face file as --init CHECKPOINT reads it (the model's names, no mask
+// buffers): a run from the converted checkpoint starts from the same weights as --init FILE.
+TEST_F(Cli, ConvertImportsAHuggingFaceFile) {
+  const std::string saved = dir_.file("saved.safetensors"), hf = dir_.file("hf.safetensors");
+  const std::string common =
+      "train --data '" + tokens_ + "' --batch 4 --seq 16 --steps 1 --sample 0";
+  CliResult r = run_cli(dir_, common + " --save '" + saved + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  write_hugging_face_style(saved, hf);
+  const std::string imported = dir_.file("imported");
+  r = run_cli(dir_, "convert '" + hf + "' '" + imported + "' --heads 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  const std::string from_file = dir_.file("file.jsonl"), from_checkpoint = dir_.file("ckpt.jsonl");
+  r = run_cli(dir_, common + " --init '" + hf + "' --heads 4 --metrics '" + from_file + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli(dir_, common + " --init '" + imported + "' --metrics '" + from_checkpoint + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(first_loss(from_checkpoint), first_loss(from_file));
+
+  // Into a folder that holds a checkpoint already: --init FOLDER would take its newest, so no.
+  r = run_cli(dir_, "convert '" + hf + "' '" + imported + "' --heads 4");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("convert: '" + imported + "' already holds checkpoints (newest " +
+                               imported + "/step-00000000)"));
+}
+
+std::vector<std::string> entries_of(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A checkpoint past where a run starts is another run's, or the abandoned steps of the run this
+// one restarts from an earlier step: writing beside it is refused, and it stays. A resume from an
+// earlier step continues the metrics file from that step, without the abandoned steps' lines.
+TEST_F(Cli, RestartFromAnEarlierStep) {
+  const std::string ckpt = dir_.file("ckpt"), metrics = dir_.file("metrics.jsonl");
+  const std::string common =
+      "train --data '" + tokens_ + "' --batch 4 --seq 16 --sample 0 --steps 4";
+  CliResult r = run_cli(dir_, common + " --checkpoint-dir '" + ckpt +
+                                  "' --checkpoint-every 2 --metrics '" + metrics + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> straight = testing::read_lines(metrics);
+  const std::string step2 = ckpt + "/step-00000002";
+  for (const std::string& start : {" --resume '" + step2 + "'", std::string(" --seed 7")}) {
+    r = run_cli(dir_, common + start + " --checkpoint-dir '" + ckpt + "'");
+    EXPECT_EQ(r.exit_code, 1) << start;
+    EXPECT_THAT(r.err, HasSubstr("--checkpoint-dir '" + ckpt + "' already holds " + ckpt +
+                                 "/step-00000004, past step"));
+  }
+  EXPECT_EQ(entries_of(ckpt), (std::vector<std::string>{"step-00000002", "step-00000004"}));
+
+  r = run_cli(dir_, common + " --resume '" + step2 + "' --metrics '" + metrics + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = testing::read_lines(metrics);
+  ASSERT_EQ(lines.size(), straight.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const nlohmann::json resumed = nlohmann::json::parse(lines[i]);
+    EXPECT_EQ(resumed["step"].get<int64_t>(), static_cast<int64_t>(i));
+    EXPECT_EQ(resumed["loss"], nlohmann::json::parse(straight[i])["loss"]) << "step " << i;
+  }
+}
+
+// A metadata field of the wrong type is named with its checkpoint.
+TEST_F(Cli, MistypedCheckpointMetadataIsNamed) {
+  const std::string ckpt = dir_.file("ckpt");
+  const std::string common = "train --data '" + tokens_ + "' --batch 4 --seq 16 --sample 0";
+  CliResult r = run_cli(dir_, common + " --steps 1 --checkpoint-dir '" + ckpt + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string step = ckpt + "/step-00000001", index = step + "/index.json";
+  nlohmann::json json = nlohmann::json::parse(testing::read_text(index));
+  json["metadata"]["batch"] = "4";
+  testing::write_text(index, json.dump());
+  r = run_cli(dir_, common + " --steps 2 --resume '" + ckpt + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("checkpoint '" + step +
+                               "': its metadata's 'batch' is \"4\"; "
+                               "expected an integer"));
 }
 
 }  // namespace

@@ -73,7 +73,7 @@ CheckpointSaveOptions chunks_of(uint64_t chunk_bytes) {
   return options;
 }
 
-CheckpointSaveOptions keeping(int keep) {
+CheckpointSaveOptions keeping(int64_t keep) {
   CheckpointSaveOptions options;
   options.keep = keep;
   return options;

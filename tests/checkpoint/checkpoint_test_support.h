@@ -35,7 +35,7 @@ std::vector<StoredTensor> stored_by(const std::vector<TestTensor>& tensors, cons
                                     int rank);
 
 CheckpointSaveOptions chunks_of(uint64_t chunk_bytes);
-CheckpointSaveOptions keeping(int keep);
+CheckpointSaveOptions keeping(int64_t keep);
 
 // Saves on a mesh (spawn_ranks over its size) and returns the checkpoint's path.
 std::string save_on(const std::string& mesh_spec, const std::string& dir, int64_t step,

@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "checkpoint/checkpoint_directory.h"
 #include "checkpoint/checkpoint_reader.h"
+#include "checkpoint/durable_files.h"
 #include "core/bf16.h"
 #include "core/error.h"
 #include "models/safetensors.h"
@@ -47,6 +52,48 @@ TEST(CheckpointConvert, ToSafetensorsAndBackAsOneRank) {
     if (!t.name.starts_with("optimizer.")) model.push_back(t);
   EXPECT_EQ(reader.names().size(), model.size());
   expect_loads_on("dp_shard=3", imported, model);
+}
+
+// A failed export (here a shard's last byte flipped, caught by its CRC) leaves the file it would
+// have replaced as it was, and no partial file.
+TEST(CheckpointConvert, AFailedExportKeepsTheFileItWouldReplace) {
+  ScratchDir dir;
+  const std::string saved = save_on("dp_shard=2", dir.file("ckpt"), 3, gpt2_like_tensors());
+  const std::string file = dir.file("model.safetensors");
+  checkpoint_to_safetensors(saved, file);
+  const std::string before = read_small_file(file);
+  {
+    std::fstream shard(saved + "/" + shard_file_name(1),
+                       std::ios::in | std::ios::out | std::ios::binary);
+    shard.seekg(-1, std::ios::end);
+    const char last = static_cast<char>(shard.get() ^ 0x10);
+    shard.seekp(-1, std::ios::end);
+    shard.put(last);
+  }
+  EXPECT_THROW(checkpoint_to_safetensors(saved, file), Error);
+  EXPECT_EQ(read_small_file(file), before);
+  EXPECT_FALSE(std::filesystem::exists(file + ".partial"));
+}
+
+TEST(CheckpointConvert, RenamesAndLeavesOutKeysOnImport) {
+  ScratchDir dir;
+  const std::string file = dir.file("hf.safetensors");
+  const Tensor value = Tensor::from_vector(std::vector<float>{1.0f, 2.0f}, {2});
+  {
+    SafetensorsWriter writer(file, {{"outer.x", DType::f32, {2}}, {"outer.mask", DType::f32, {2}}});
+    writer.write("outer.x", value);
+    writer.write("outer.mask", value);
+    writer.finish();
+  }
+  const KeyNames inner = [](std::string_view key) -> std::optional<std::string> {
+    if (key.ends_with(".mask")) return std::nullopt;
+    return std::string(key.substr(std::string_view("outer.").size()));
+  };
+  CheckpointReader reader(safetensors_to_checkpoint(file, dir.file("ckpt"), 0, {}, inner));
+  EXPECT_EQ(reader.names(), (std::vector<std::string>{"x"}));
+  const Tensor back = Tensor::empty({2});
+  reader.read_box("x", {{0}, {2}}, back);
+  EXPECT_EQ(back.to_vector(), value.to_vector());
 }
 
 TEST(CheckpointConvert, ImportsBf16AsF32) {

@@ -121,6 +121,14 @@ TEST(CheckpointSave, KeepPrunesTheOldest) {
   EXPECT_EQ(entries_of(ckpt), (std::vector<std::string>{"step-00000030", "step-00000040"}));
 }
 
+TEST(CheckpointSave, KeepPastInt32KeepsAll) {
+  ScratchDir dir;
+  const std::string ckpt = dir.file("ckpt");
+  for (int64_t step : {1, 2, 3})
+    save_on("dp_shard=2", ckpt, step, with_seed(1.0f), keeping(4294967297));
+  EXPECT_EQ(entries_of(ckpt).size(), 3u);
+}
+
 TEST(CheckpointSave, SavingAStepAgainReplacesIt) {
   ScratchDir dir;
   const std::string ckpt = dir.file("ckpt");
