@@ -54,6 +54,10 @@ MeshLayout::MeshLayout(std::vector<MeshAxis> axes) : axes_(std::move(axes)) {
       throw InvalidArgument(detail::concat("mesh axis '", axis.name, "' has size ", axis.size,
                                            "; sizes must be at least 1"));
     previous = index;
+    MT_CHECK_LE(int64_t{size_} * axis.size, int64_t{1} << 24, "mesh axis '", axis.name,
+                "' of size ", axis.size,
+                " makes the mesh larger than the 2^24 ranks meshtrain "
+                "supports");
     size_ *= axis.size;
   }
 }

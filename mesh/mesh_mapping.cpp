@@ -23,8 +23,11 @@ std::vector<int> map_mesh_to_devices(const MeshLayout& mesh, const Topology& top
                                          " GPUs; the topology has ", topology.num_gpus()));
   // Mesh axes from lowest to highest priority: the order in which ranks are counted onto GPUs.
   std::vector<int> fill;
-  for (auto it = priority.rbegin(); it != priority.rend(); ++it)
+  for (auto it = priority.rbegin(); it != priority.rend(); ++it) {
+    if (std::count(priority.begin(), priority.end(), *it) > 1)
+      throw InvalidArgument("the axis priority list names axis '" + *it + "' twice");
     if (mesh.has_axis(*it)) fill.push_back(mesh.axis_index(*it));
+  }
   for (const auto& axis : mesh.axes())
     if (std::find(priority.begin(), priority.end(), axis.name) == priority.end())
       throw InvalidArgument("the axis priority list does not name mesh axis '" + axis.name + "'");

@@ -68,7 +68,7 @@ std::vector<Layer*> GPT2::layers() {
 
 std::vector<UnitSpec> GPT2::default_units() {
   const int layers = static_cast<int>(config_.layers);
-  std::vector<UnitSpec> units{{"root", {0, layers + 1}}};
+  std::vector<UnitSpec> units{{"root", {0, layers + 1}, /*root=*/true}};
   for (int i = 0; i < layers; ++i) units.push_back({"h." + std::to_string(i), {i + 1}});
   return units;
 }

@@ -43,10 +43,13 @@ class Layer {
   virtual Shape hidden_shape(const MicroBatch& mb);
 };
 
-// A proposed unit: a name and the indices of its layers.
+// A proposed unit: a name and the indices of its layers. The root holds the model's outer
+// parameters (GPT-2's embeddings, final LayerNorm and tied head), which FSDP keeps unsharded from
+// forward to backward, as FSDP2 does with the module fully_shard wraps last.
 struct UnitSpec {
   std::string name;
   std::vector<int> layers;
+  bool root = false;
 };
 
 class Model {

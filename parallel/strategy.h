@@ -37,6 +37,9 @@ struct ParallelContext {
   std::vector<StepHooks*> hooks;
   std::unique_ptr<TrainableState> state;
   RunnerFactory make_runner;  // empty: the default StepRunner
+  // Set by a strategy whose runner interleaves micro-batches (a pipeline schedule, even on one pp
+  // rank with virtual stages): a unit's forward may come again before its backward.
+  bool pipelined = false;
   // The dtype parameters are unsharded in, and so what layers compute in (FSDP's param_dtype).
   DType compute_dtype = DType::f32;
 };

@@ -27,7 +27,7 @@ UnitPlan make_unit_plan(Model& model, const std::vector<UnitSpec>& specs) {
     MT_CHECK(names.insert(spec.name).second, "duplicate unit name '", spec.name, "'");
     MT_CHECK(!spec.layers.empty(), "unit '", spec.name, "' has no layers");
     const int unit = static_cast<int>(plan.units.size());
-    Unit u{spec.name, spec.layers, {}};
+    Unit u{spec.name, spec.layers, {}, spec.root};
     std::sort(u.layers.begin(), u.layers.end());
     for (int s : u.layers) {
       MT_CHECK(s >= 0 && s < num_layers, "unit '", spec.name, "' names layer ", s, " of ",

@@ -13,6 +13,7 @@ struct Unit {
   std::string name;
   std::vector<int> layers;          // ascending
   std::vector<Parameter*> params;   // each parameter once, in first-use order
+  bool root = false;                // UnitSpec::root
 };
 
 struct UnitPlan {

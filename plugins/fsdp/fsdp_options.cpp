@@ -26,15 +26,20 @@ std::string_view fsdp_mode_name(FsdpMode mode) {
 std::function<std::vector<UnitSpec>(Model&)> group_units_policy(int blocks) {
   MT_CHECK_GE(blocks, 1, "a unit needs at least one block");
   return [blocks](Model& model) {
-    const std::vector<UnitSpec> defaults = model.default_units();
     std::vector<UnitSpec> grouped;
-    for (size_t i = 0; i < defaults.size(); ++i) {
-      if (i == 0 || (i - 1) % blocks == 0) {
-        grouped.push_back(defaults[i]);
+    int in_group = blocks;  // units in the last group; a full one starts the next
+    for (const UnitSpec& unit : model.default_units()) {
+      if (unit.root) {
+        grouped.push_back(unit);  // alone, and between groups
+        in_group = blocks;
+      } else if (in_group == blocks) {
+        grouped.push_back(unit);
+        in_group = 1;
       } else {
-        grouped.back().name += "+" + defaults[i].name;
-        grouped.back().layers.insert(grouped.back().layers.end(), defaults[i].layers.begin(),
-                                     defaults[i].layers.end());
+        grouped.back().name += "+" + unit.name;
+        grouped.back().layers.insert(grouped.back().layers.end(), unit.layers.begin(),
+                                     unit.layers.end());
+        ++in_group;
       }
     }
     return grouped;

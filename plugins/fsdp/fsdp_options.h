@@ -50,7 +50,7 @@ struct FsdpOptions {
   std::function<std::vector<UnitSpec>(Model&)> unit_policy;
 };
 
-// A unit policy that puts `blocks` consecutive units after the first (the root) into one unit.
+// A unit policy that puts `blocks` consecutive units into one; the root stays a unit of its own.
 std::function<std::vector<UnitSpec>(Model&)> group_units_policy(int blocks);
 
 }  // namespace meshtrain

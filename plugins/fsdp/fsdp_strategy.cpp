@@ -43,12 +43,26 @@ FsdpGroups resolve_groups(DeviceMesh& mesh, const std::vector<std::string>& axes
   throw InvalidArgument("unknown FSDP mode");
 }
 
+DType parse_float_dtype(const std::string& key, const std::string& value) {
+  MT_CHECK(value == "f32" || value == "bf16", "fsdp ", key, ": expected f32 or bf16, got '", value,
+           "'");
+  return parse_dtype(value);
+}
+
 }  // namespace
 
 FsdpStrategy::FsdpStrategy(FsdpOptions options) : options_(options) {
   MT_CHECK_GE(options_.prefetch, 0, "fsdp prefetch must be at least 0");
   MT_CHECK(options_.param_dtype != DType::i32 && options_.reduce_dtype != DType::i32,
            "fsdp param and reduce dtypes must be f32 or bf16");
+  MT_CHECK(!options_.reshard_after_forward.value_or(false) || options_.mode == FsdpMode::full ||
+               options_.mode == FsdpMode::hybrid,
+           "fsdp reshard_after_forward=true needs mode full or hybrid: mode ",
+           fsdp_mode_name(options_.mode),
+           options_.mode == FsdpMode::grad_op
+               ? " keeps the parameters unsharded after forward by definition (ZeRO-2); ask for "
+                 "mode full"
+               : " never shards the parameters");
 }
 
 void FsdpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& axes) {
@@ -56,9 +70,7 @@ void FsdpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& a
   const FsdpGroups groups = resolve_groups(ctx.mesh, axes, options_.mode);
   if (options_.unit_policy) ctx.unit_specs = options_.unit_policy(*ctx.model);
   const UnitPlan plan = make_unit_plan(*ctx.model, ctx.unit_specs);
-  const int root = plan.unit_of_layer.empty() ? -1 : plan.unit_of_layer.front();
-  const bool pipelined =
-      ctx.mesh.has_axis(mesh_axis::pp) && ctx.mesh.axis_size(mesh_axis::pp) > 1;
+  const bool pipelined = ctx.pipelined;
   const bool reshard = options_.reshard_after_forward.value_or(
       (options_.mode == FsdpMode::full || options_.mode == FsdpMode::hybrid) && !pipelined);
   MT_CHECK(!pipelined || options_.grad_sync.value_or(GradSync::last_micro_batch) ==
@@ -78,7 +90,8 @@ void FsdpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& a
     // once, on each unit's last backward of the step, as torchtitan does.
     config.grad_sync = pipelined ? GradSync::last_micro_batch
                                  : options_.grad_sync.value_or(GradSync::every_micro_batch);
-    config.reshard_after_forward = reshard && (u != root || options_.reshard_root_after_forward);
+    config.reshard_after_forward =
+        reshard && (!plan.units[u].root || options_.reshard_root_after_forward);
     units.push_back(
         std::make_unique<FsdpUnit>(plan.units[u].name, plan.units[u].params, config, clock_,
                                    ShardValues{ctx.values, ctx.mesh.layout(), ctx.mesh.rank()}));
@@ -111,9 +124,9 @@ void register_fsdp(StrategyRegistry& registry) {
       } else if (key == "prefetch") {
         options.prefetch = parse_int_option("fsdp", key, value, 0);
       } else if (key == "param_dtype") {
-        options.param_dtype = parse_dtype(value);
+        options.param_dtype = parse_float_dtype(key, value);
       } else if (key == "reduce_dtype") {
-        options.reduce_dtype = parse_dtype(value);
+        options.reduce_dtype = parse_float_dtype(key, value);
       } else if (key == "grad_sync") {
         options.grad_sync = parse_grad_sync(value);
       } else if (key == "blocks_per_unit") {

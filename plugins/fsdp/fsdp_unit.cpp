@@ -72,6 +72,7 @@ FsdpUnit::FsdpUnit(std::string name, const std::vector<Parameter*>& params,
                master_.view(s.offset, shape));
   }
   full_grads_.resize(layout_.params.size());
+  f32_sums_.resize(layout_.params.size());
   if (views_mode_) {
     install_views();
   } else {
@@ -192,7 +193,10 @@ void FsdpUnit::reduce_grads(bool last_micro_batch) {
     }
     return;
   }
-  if (config_.grad_sync == GradSync::last_micro_batch && !last_micro_batch) return;
+  if (config_.grad_sync == GradSync::last_micro_batch) {
+    if (config_.param_dtype != DType::f32) accumulate_in_f32();
+    if (!last_micro_batch) return;
+  }
   if (reduction_) finish_reduction(true);  // the previous micro-batch's, still across replicas
   MemoryCategoryScope scope(MemoryCategory::comm);
   const int64_t segment = layout_.grad_shard_numel;
@@ -201,7 +205,7 @@ void FsdpUnit::reduce_grads(bool last_micro_batch) {
   for (size_t i = 0; i < layout_.params.size(); ++i) {
     const ParamShard& s = layout_.params[i];
     if (s.grad_offset < 0) continue;
-    const Tensor flat = full_grads_[i].flatten();
+    const Tensor flat = (f32_sums_[i].defined() ? f32_sums_[i] : full_grads_[i]).flatten();
     for (int r = 0; r < shard_size(); ++r) {
       const ShardRange rows = s.rows_of(r, shard_size());
       const int64_t at = r * segment + s.grad_offset, n = rows.size * s.row_numel;
@@ -209,6 +213,7 @@ void FsdpUnit::reduce_grads(bool last_micro_batch) {
       zero_elements(red.staging, at + n, s.shard_numel() - n);  // padding reduces to zero
     }
     full_grads_[i] = Tensor();  // the unit has resharded: this was the last handle
+    f32_sums_[i] = Tensor();
   }
   if (shard_size() == 1) {
     red.output = red.staging;
@@ -222,6 +227,22 @@ void FsdpUnit::reduce_grads(bool last_micro_batch) {
     red.scatter = config_.groups.shard->reduce_scatter_into(red.output, red.staging, ReduceOp::sum);
   }
   reduction_ = std::move(red);
+}
+
+void FsdpUnit::accumulate_in_f32() {
+  MemoryCategoryScope scope(MemoryCategory::unsharded_grad);
+  for (size_t i = 0; i < full_grads_.size(); ++i) {
+    if (!full_grads_[i].defined()) continue;
+    if (!f32_sums_[i].defined()) {
+      f32_sums_[i] = Tensor::empty(full_grads_[i].shape(), DType::f32, compute_device_);
+      ops::cast(f32_sums_[i], full_grads_[i]);
+    } else {
+      Tensor widened = Tensor::empty(full_grads_[i].shape(), DType::f32, compute_device_);
+      ops::cast(widened, full_grads_[i]);
+      ops::axpy(f32_sums_[i], 1.f, widened);
+    }
+    full_grads_[i] = Tensor();
+  }
 }
 
 void FsdpUnit::finish_reduction(bool wait_for_replicas) {

@@ -86,7 +86,7 @@ class FsdpUnit {
   void prepare_grads();
   // After this unit's backward and reshard: reduce-scatter the gradients now (freeing each full
   // gradient as it is packed), or keep them unsharded until `last_micro_batch` under
-  // GradSync::last_micro_batch.
+  // GradSync::last_micro_batch (summed in f32 when they are computed in bf16).
   void reduce_grads(bool last_micro_batch);
   bool reduction_pending() const { return reduction_.has_value() || replicate_reduce_ != nullptr; }
   // Waits for the pending reduce-scatter and adds the result into the gradient shard. Across
@@ -126,6 +126,10 @@ class FsdpUnit {
   // The full value of one parameter from all-gathered flat shards (W segments), as `dtype`.
   Tensor assemble(const Tensor& gathered, const ParamShard& s, DType dtype) const;
   std::string unavailable_reason() const;
+  // Adds this micro-batch's bf16 full gradients into f32 sums and drops them (the next micro-batch
+  // starts from zeros): with GradSync::last_micro_batch, summing in bf16 would round away the low
+  // bits of each micro-batch's share, as FSDP2 and Megatron avoid too.
+  void accumulate_in_f32();
 
   std::string name_;
   FsdpUnitConfig config_;
@@ -140,6 +144,7 @@ class FsdpUnit {
   Tensor master_;       // f32 [shard_numel]
   Tensor grad_shard_;   // f32 [grad_shard_numel]
   std::vector<Tensor> full_grads_;  // per parameter; kept across micro-batches when syncing last
+  std::vector<Tensor> f32_sums_;    // per parameter: accumulate_in_f32's sums, until reduced
   std::optional<Gather> gather_;
   std::optional<Reduction> reduction_;
   WorkPtr replicate_reduce_;  // views mode: the in-place all-reduce of the gradient shard

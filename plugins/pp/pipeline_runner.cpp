@@ -66,6 +66,25 @@ Tensor staged(const Tensor& t) {
   return copy;
 }
 
+// This rank's receives (RECV_F or RECV_B, for the receiving stage) from each peer, in the order
+// that peer sends them. Transfers between two ranks match in the order they are posted, on every
+// backend (p2p carries no tag), while a schedule may receive in another order than its peer sends:
+// interleaved at pp=2 with an odd number of micro-batches sends one micro-batch's gradient between
+// two activations that the receiver takes in a row. The runner posts each peer's receives in this
+// order, so every message lands in its own buffer whatever the schedule's order.
+std::map<int, std::vector<Action>> receives_by_sender(const Schedule& plan, int me) {
+  std::map<int, std::vector<Action>> out;
+  for (int peer = 0; peer < static_cast<int>(plan.per_rank.size()); ++peer) {
+    if (peer == me) continue;
+    for (const Action& a : plan.per_rank[peer]) {
+      if (!is_send(a.kind)) continue;
+      const Action recv = matching_transfer(a);
+      if (plan.rank_of(recv.stage) == me) out[peer].push_back(recv);
+    }
+  }
+  return out;
+}
+
 Tensor take(std::map<Key, Tensor>& from, const Key& key, const char* what) {
   const auto it = from.find(key);
   MT_CHECK(it != from.end(), "pipeline: ", what, " of stage ", key.first, ", micro-batch ",
@@ -141,6 +160,24 @@ double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global
         actions[i].kind == ActionKind::backward_weight)
       last_backward[actions[i].stage] = i;
 
+  const std::map<int, std::vector<Action>> sender_order = receives_by_sender(plan, placement_.rank);
+  std::map<int, size_t> posted_from;  // per peer: how many of its messages have receives posted
+  // Posts the receives from `peer` up to and including `recv` (once each), in the peer's order.
+  const auto post_receives_through = [&](StepState& st, int peer, const Action& recv) {
+    const auto order = sender_order.find(peer);
+    const auto at = order == sender_order.end()
+                        ? std::vector<Action>::const_iterator()
+                        : std::find(order->second.begin(), order->second.end(), recv);
+    MT_CHECK(order != sender_order.end() && at != order->second.end(), "pipeline: pp rank ", peer,
+             " sends nothing for ", to_string(recv), " on pp rank ", placement_.rank);
+    const size_t through = static_cast<size_t>(at - order->second.begin());
+    for (size_t& next = posted_from[peer]; next <= through; ++next) {
+      const Action& r = order->second[next];
+      st.post({P2POp::recv, boundary_buffer(micro_batches.at(r.micro_batch)), peer},
+              r.kind == ActionKind::recv_f ? &st.inputs : &st.out_grads, {r.stage, r.micro_batch});
+    }
+  };
+
   StepState st;
   timing_ = {};
   using Clock = std::chrono::steady_clock;
@@ -160,11 +197,10 @@ double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global
     MicroBatch& mb = micro_batches.at(a.micro_batch);
     switch (a.kind) {
       case ActionKind::recv_f:
-        st.post({P2POp::recv, boundary_buffer(mb), plan.rank_of(a.stage - 1)}, &st.inputs, key);
+        post_receives_through(st, plan.rank_of(a.stage - 1), a);
         break;
       case ActionKind::recv_b:
-        st.post({P2POp::recv, boundary_buffer(mb), plan.rank_of(a.stage + 1)}, &st.out_grads,
-                key);
+        post_receives_through(st, plan.rank_of(a.stage + 1), a);
         break;
       case ActionKind::send_f:
         st.post({P2POp::send, staged(take(st.outputs, key, "the output")),

@@ -61,6 +61,7 @@ void PpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& axe
   placement.spans = stage_model_->local_spans();
   ctx.model = stage_model_.get();
   ctx.unit_specs = stage_model_->default_units();
+  ctx.pipelined = true;
   ctx.make_runner = [placement](Engine& engine, TrainableState& state, DeviceMesh& mesh,
                                 DType activation_dtype) {
     return std::make_unique<PipelineRunner>(engine, state, mesh, placement, activation_dtype);

@@ -34,14 +34,16 @@ std::vector<LayerSpan> partition_layers(int num_layers, int stages,
 
 std::vector<int> parse_layer_counts(std::string_view text) {
   std::vector<int> counts;
-  while (!text.empty()) {
+  // Every item, also an empty one: "" and "1,3," are refused, not read as fewer stages.
+  for (bool more = true; more;) {
     const size_t comma = text.find(',');
     const std::string_view item = text.substr(0, comma);
     const std::optional<int> value = parse_integer<int>(item);
     MT_CHECK(value.has_value(), "--pp-layers expects comma-separated layer counts such as 3,2,2,3, "
              "got '", item, "'");
     counts.push_back(*value);
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    more = comma != std::string_view::npos;
+    if (more) text = text.substr(comma + 1);
   }
   return counts;
 }
@@ -63,7 +65,7 @@ StageModel::StageModel(Model& full, const std::vector<LayerSpan>& stage_spans) :
   for (Parameter* p : full.parameters())
     if (used.count(p)) params_.push_back(p);
   for (const UnitSpec& unit : full.default_units()) {
-    UnitSpec mine{unit.name, {}};
+    UnitSpec mine{unit.name, {}, unit.root};
     for (int l : unit.layers)
       if (auto it = local_of.find(l); it != local_of.end()) mine.layers.push_back(it->second);
     if (!mine.layers.empty()) units_.push_back(std::move(mine));

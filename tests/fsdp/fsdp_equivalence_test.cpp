@@ -74,5 +74,22 @@ std::string layout_name(const ::testing::TestParamInfo<Layout>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, FsdpEquivalence, ::testing::ValuesIn(layouts()), layout_name);
 
+// In bf16, `last` sums the micro-batches' gradients in f32, as `every` does in its f32 gradient
+// shards, so the two agree to f32 rounding. Summed in bf16, 12 micro-batches put the gradient
+// norms about 1e-4 apart.
+TEST(FsdpBf16, GradSyncLastSumsTheMicroBatchesInF32) {
+  TrainConfig c = uneven_config();
+  c.world = 2;
+  c.steps = 3;
+  c.grad_accum = 12;
+  c.set("fsdp", "param_dtype", "bf16");
+  const RunResult every = run_on_mesh(c.set("fsdp", "grad_sync", "every"));
+  const RunResult last = run_on_mesh(c.set("fsdp", "grad_sync", "last"));
+  ASSERT_EQ(last.grad_norms.size(), every.grad_norms.size());
+  for (size_t i = 0; i < every.grad_norms.size(); ++i)
+    EXPECT_NEAR(last.grad_norms[i], every.grad_norms[i], 1e-6 * every.grad_norms[i])
+        << "step " << i;
+}
+
 }  // namespace
 }  // namespace meshtrain::testing

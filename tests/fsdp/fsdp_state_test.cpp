@@ -1,6 +1,7 @@
 // FSDP's explicit state: sharded parameters refuse to be read, units move through their states,
 // frozen parameters take no gradient, no optimizer state and no reduction, tied parameters must
 // share a unit, and the full model can be exported one unit at a time.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "core/comm/local/spawn_ranks.h"
@@ -9,11 +10,15 @@
 #include "models/gpt2.h"
 #include "parallel/global_parameters.h"
 #include "parallel/parallel_plan.h"
+#include "plugins/builtin_strategies.h"
 #include "plugins/fsdp/fsdp_strategy.h"
+#include "tests/support/error_message.h"
 #include "tests/support/training_runs.h"
 
 namespace meshtrain::testing {
 namespace {
+
+using ::testing::HasSubstr;
 
 const GPT2Config kModel{64, 16, 32, 2, 4};
 
@@ -154,6 +159,22 @@ TEST(FsdpState, TiedParametersMustShareAUnit) {
         }
       },
       InvalidArgument);
+}
+
+TEST(FsdpState, OptionsThatContradictTheModeAreRefused) {
+  const StrategyRegistry registry = builtin_strategies();
+  const auto refusal = [&](const StrategyOptions& options) {
+    return error_message<InvalidArgument>([&] { registry.create("fsdp", options); });
+  };
+  EXPECT_THAT(refusal({{"mode", "grad_op"}, {"reshard_after_forward", "true"}}),
+              HasSubstr("fsdp reshard_after_forward=true needs mode full or hybrid: mode grad_op "
+                        "keeps the parameters unsharded after forward"));
+  EXPECT_THAT(refusal({{"mode", "none"}, {"reshard_after_forward", "true"}}),
+              HasSubstr("mode none never shards the parameters"));
+  EXPECT_THAT(refusal({{"param_dtype", "i32"}}),
+              HasSubstr("fsdp param_dtype: expected f32 or bf16, got 'i32'"));
+  EXPECT_THAT(refusal({{"reduce_dtype", "fp16"}}),
+              HasSubstr("fsdp reduce_dtype: expected f32 or bf16, got 'fp16'"));
 }
 
 TEST(FsdpState, UnitPolicyGroupsBlocks) {

@@ -1,5 +1,6 @@
 #include "mesh/mesh_layout.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -73,6 +74,13 @@ TEST(MeshLayout, ValidationMessages) {
             "mesh axis 'tp' given twice");
   EXPECT_EQ(error_message<InvalidArgument>([] { MeshLayout({{"dp_shard", 0}}); }),
             "mesh axis 'dp_shard' has size 0; sizes must be at least 1");
+  // 641 x 6700417 = 2^32 + 1, which an int product would wrap to 1.
+  EXPECT_THAT(error_message<InvalidArgument>([] {
+                MeshLayout({{"pp", 641}, {"dp_shard", 6700417}});
+              }),
+              ::testing::HasSubstr(
+                  "mesh axis 'dp_shard' of size 6700417 makes the mesh larger than the 2^24 "
+                  "ranks meshtrain supports"));
   EXPECT_EQ(error_message<InvalidArgument>([] { MeshLayout({{"tp", 2}, {"pp", 2}}); }),
             "mesh axis 'pp' given after 'tp'; axes must be listed outermost to innermost in the "
             "order pp, dp_replicate, dp_shard, tp");

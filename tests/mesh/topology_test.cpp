@@ -85,6 +85,10 @@ TEST(MeshMapping, PriorityDecidesWhichAxisGetsNvlink) {
   EXPECT_EQ(m.axes[1].bottleneck->gb_s, kIb);
   EXPECT_EQ(error_message<InvalidArgument>([&] { map_mesh(mesh, t, {"tp"}); }),
             "the axis priority list does not name mesh axis 'dp_shard'");
+  EXPECT_EQ(error_message<InvalidArgument>([&] {
+              map_mesh(mesh, t, {"tp", "dp_shard", "tp"});
+            }),
+            "the axis priority list names axis 'tp' twice");
 }
 
 TEST(MeshMapping, MeshLargerThanTopology) {

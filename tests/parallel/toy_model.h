@@ -86,7 +86,7 @@ inline ToyModel gpt2_like(int blocks, Trace* trace = nullptr) {
   layer_params.push_back({0});
   for (int b = 1; b <= blocks; ++b) layer_params.push_back({b});
   layer_params.push_back({blocks + 1, 0});  // a final-norm style parameter, then the tied one
-  std::vector<UnitSpec> units{{"root", {0, blocks + 1}}};
+  std::vector<UnitSpec> units{{"root", {0, blocks + 1}, /*root=*/true}};
   for (int b = 1; b <= blocks; ++b) units.push_back({"block" + std::to_string(b - 1), {b}});
   return ToyModel(blocks + 2, layer_params, units, trace);
 }

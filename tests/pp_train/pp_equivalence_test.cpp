@@ -71,10 +71,15 @@ std::vector<Layout> layouts() {
           if (ch == '-') ch = '_';
         all.push_back({name, p, "pp=" + std::to_string(p), schedule, v, m, ""});
       }
+  // Interleaved at p = 2 with m = 5: rank 0 sends micro-batch 0's gradient between the
+  // activations of micro-batches 2 and 3, which rank 1 receives in a row.
+  all.push_back({"interleaved_pp2_m5", 2, "pp=2", "interleaved", 2, 5, ""});
   // Composition: PP x FSDP, PP x TP, and 3D (with clipping), on every schedule kind.
   all.push_back({"1f1b_pp2_fsdp2_full", 4, "pp=2,dp_shard=2", "1f1b", 1, 4, "full"});
   all.push_back({"interleaved_pp2_fsdp2_grad_op", 4, "pp=2,dp_shard=2", "interleaved", 2, 4,
                  "grad_op"});
+  // One pp rank with two virtual stages: its micro-batches interleave under FSDP too.
+  all.push_back({"interleaved_pp1_fsdp2_full", 2, "pp=1,dp_shard=2", "interleaved", 2, 2, "full"});
   all.push_back({"gpipe_pp2_tp2", 4, "pp=2,tp=2", "gpipe", 1, 2, ""});
   all.push_back({"zb_h1_pp2_tp2_sp", 4, "pp=2,tp=2", "zb-h1", 1, 3, "", true});
   all.push_back({"3d_1f1b_full_clip", 8, "pp=2,dp_shard=2,tp=2", "1f1b", 1, 4, "full", false,

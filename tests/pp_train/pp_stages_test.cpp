@@ -1,5 +1,6 @@
 // How a model splits into pipeline stages, the pp plugin's options, and the errors for layouts it
 // cannot run.
+#include <map>
 #include <mutex>
 
 #include <gmock/gmock.h>
@@ -7,6 +8,7 @@
 
 #include "core/comm/local/spawn_ranks.h"
 #include "plugins/builtin_strategies.h"
+#include "plugins/fsdp/fsdp_strategy.h"
 #include "plugins/pp/pp_strategy.h"
 #include "plugins/pp/stage_model.h"
 #include "tests/support/error_message.h"
@@ -31,6 +33,13 @@ TEST(PpStages, BalancedByLayerCountOrAsGiven) {
   EXPECT_EQ(spans(partition_layers(8, 4, {3, 2, 2, 1})),
             (std::vector<std::pair<int, int>>{{0, 2}, {3, 4}, {5, 6}, {7, 7}}));
   EXPECT_EQ(parse_layer_counts("3,2,2,1"), (std::vector<int>{3, 2, 2, 1}));
+}
+
+TEST(PpStages, LayerCountsMustBeACompleteList) {
+  for (const char* text : {"", "1,3,", ",1,3", "2,,2"})
+    EXPECT_THAT(error_message<InvalidArgument>([&] { parse_layer_counts(text); }),
+                HasSubstr("--pp-layers expects comma-separated layer counts"))
+        << "'" << text << "'";
 }
 
 TEST(PpStages, ClearErrors) {
@@ -107,6 +116,30 @@ TEST(PpStages, TiedEmbeddingCopiesStayEqual) {
     ASSERT_FALSE(wte_by_rank[rank].empty());
     EXPECT_EQ(wte_by_rank[rank], wte_by_rank[rank + 4]) << "rank " << rank;
   }
+}
+
+// With reshard-after-forward under a pipeline, every unit reshards after forward but the root
+// (embeddings, final LayerNorm, tied head), on the stages that hold it: the first and the last;
+// the middle one holds only a block.
+TEST(PpStages, ReshardAfterForwardSparesOnlyTheRoot) {
+  TrainConfig c = uneven_config();  // 4 layers: the embedding, 2 blocks, the head
+  c.world = 6;
+  c.mesh = parse_mesh_spec("pp=3,dp_shard=2");
+  c.grad_accum = 3;
+  c.set("fsdp", "reshard_after_forward", "true");
+  std::map<int, std::map<std::string, bool>> reshards_by_stage;
+  std::mutex mutex;
+  with_trainers(c, [&](Trainer& trainer, MemoryTracker&) {
+    std::map<std::string, bool> reshards;
+    for (const auto& unit : trainer.fsdp()->runtime().units())
+      reshards[unit->name()] = unit->reshard_after_forward();
+    std::lock_guard lock(mutex);
+    reshards_by_stage[trainer.mesh().axis_rank("pp")] = reshards;
+  });
+  using Reshards = std::map<std::string, bool>;
+  EXPECT_EQ(reshards_by_stage[0], (Reshards{{"root", false}}));
+  EXPECT_EQ(reshards_by_stage[1], (Reshards{{"h.0", true}}));
+  EXPECT_EQ(reshards_by_stage[2], (Reshards{{"h.1", true}, {"root", false}}));
 }
 
 TEST(PpStages, TooFewLayersForThePipelineFailsBeforeTraining) {
