@@ -89,6 +89,11 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
   } else if (is_checkpoint_path(config_.init_path)) {
     checkpoint = std::make_unique<CheckpointReader>(find_checkpoint(config_.init_path, "--init"));
   }
+  // Each process lists the folder itself: a file system that shows ranks different steps (a stale
+  // NFS cache) must not let them load different checkpoints.
+  if (checkpoint)
+    require_same_on_every_rank(world_, checkpoint->path(), "the checkpoint to load (the newest "
+                               "complete one in the folder, as each rank sees it)");
   check_no_later_checkpoints(config_.checkpoint_dir,
                              config_.resume_dir.empty() ? 0 : checkpoint->step());
   if (checkpoint)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/error.h"
+
 namespace meshtrain {
 
 namespace {
@@ -58,6 +60,13 @@ std::vector<std::string> all_gather_strings(Communicator& comm, const std::strin
     out.emplace_back(reinterpret_cast<const char*>(theirs.data()), length);
   }
   return out;
+}
+
+void require_same_on_every_rank(Communicator& comm, const std::string& mine, std::string_view what) {
+  const std::vector<std::string> all = all_gather_strings(comm, mine);
+  for (size_t r = 1; r < all.size(); ++r)
+    MT_CHECK(all[r] == all[0], what, " differs between ranks: rank 0 has '", all[0], "', rank ", r,
+             " has '", all[r], "'");
 }
 
 double sum_in_rank_order(Communicator& comm, double mine) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/comm/communicator.h"
@@ -19,6 +20,9 @@ std::vector<std::vector<uint64_t>> all_gather_variable(Communicator& comm,
                                                        const std::vector<uint64_t>& mine);
 // The same for text (error messages, descriptions): every rank's string, by rank.
 std::vector<std::string> all_gather_strings(Communicator& comm, const std::string& mine);
+// Collective: InvalidArgument on every rank unless every rank passes the same `mine`; the message
+// says `what` and names the first rank that differs from rank 0, with both values.
+void require_same_on_every_rank(Communicator& comm, const std::string& mine, std::string_view what);
 // Collective: the sum of every rank's value, added in rank order, so every rank gets the same
 // bits whatever the backend's reduction order.
 double sum_in_rank_order(Communicator& comm, double mine);

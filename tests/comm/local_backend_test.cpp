@@ -1,5 +1,6 @@
 // Local backend specifics: i32 reductions, argument checks, in-place and overlapping buffers,
 // staging memory charged to the rank.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "core/comm/gather_values.h"
@@ -7,6 +8,7 @@
 #include "core/comm/local/spawn_ranks.h"
 #include "core/error.h"
 #include "tests/comm/collective_checks.h"
+#include "tests/support/error_message.h"
 
 namespace meshtrain {
 namespace {
@@ -14,6 +16,7 @@ namespace {
 using testing::contribution;
 using testing::expect_values;
 using testing::filled;
+using testing::error_message;
 
 const CommOptions kOptions{std::chrono::seconds(20)};
 
@@ -39,6 +42,17 @@ TEST(LocalBackend, VariableLengthValuesAndStrings) {
     const std::string text = ctx.rank == 2 ? "" : std::string(5 + 9 * ctx.rank, 'a' + ctx.rank);
     EXPECT_EQ(all_gather_strings(ctx.world, text),
               (std::vector<std::string>{"aaaaa", std::string(14, 'b'), ""}));
+  });
+}
+
+TEST(LocalBackend, RequireSameOnEveryRank) {
+  spawn_ranks(3, [](RankContext& ctx) {
+    require_same_on_every_rank(ctx.world, "same", "the value");
+    const std::string mine = ctx.rank == 2 ? "ckpt/step-2" : "ckpt/step-4";
+    EXPECT_THAT(
+        error_message<InvalidArgument>([&] { require_same_on_every_rank(ctx.world, mine, "X"); }),
+        ::testing::HasSubstr("X differs between ranks: rank 0 has 'ckpt/step-4', rank 2 has "
+                             "'ckpt/step-2'"));
   });
 }
 
