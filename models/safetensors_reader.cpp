@@ -44,7 +44,8 @@ SafetensorsEntry parse_entry(const std::string& path, const std::string& name,
     if (!d.is_number_unsigned())
       throw bad("shape must hold non-negative integers, got " + shape.dump());
     e.shape.push_back(d.get<int64_t>());
-    numel *= d.get<uint64_t>();
+    if (__builtin_mul_overflow(numel, d.get<uint64_t>(), &numel) || numel > (uint64_t{1} << 48))
+      throw bad("shape " + shape.dump() + " holds more than 2^48 elements");
   }
   const auto& offsets = info["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
@@ -100,11 +101,22 @@ SafetensorsReader::SafetensorsReader(const std::string& path)
   for (const auto& e : entries_) by_offset.push_back(&e);
   std::sort(by_offset.begin(), by_offset.end(),
             [](auto* a, auto* b) { return a->begin < b->begin; });
-  for (size_t i = 1; i < by_offset.size(); ++i)
-    if (by_offset[i]->begin < by_offset[i - 1]->end)
-      throw IoError(detail::concat("safetensors '", path, "': tensors '", by_offset[i - 1]->name,
-                                   "' and '", by_offset[i]->name, "' overlap at data offset ",
-                                   by_offset[i]->begin));
+  // The format indexes the whole data section, without holes: bytes no tensor claims mean a file
+  // that is not what its header says (a wrong header, or data appended).
+  uint64_t covered = 0;
+  for (const SafetensorsEntry* e : by_offset) {
+    if (e->begin < covered)
+      throw IoError(detail::concat("safetensors '", path, "': tensor '", e->name,
+                                   "' overlaps the one before it at data offset ", e->begin));
+    if (e->begin > covered)
+      throw IoError(detail::concat("safetensors '", path, "': data bytes [", covered, ", ",
+                                   e->begin, ") belong to no tensor (the format allows no holes)"));
+    covered = e->end;
+  }
+  if (covered != file_bytes - data_start_)
+    throw IoError(detail::concat("safetensors '", path, "': the tensors end at data offset ",
+                                 covered, " but the file holds ", file_bytes - data_start_,
+                                 " bytes of data; the rest belongs to no tensor"));
 }
 
 const SafetensorsEntry* SafetensorsReader::find(std::string_view name) const {

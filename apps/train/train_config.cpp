@@ -13,6 +13,7 @@
 #include "mesh/axis_names.h"
 #include "meshtrain/config.h"
 #include "plugins/builtin_strategies.h"
+#include "plugins/tp/tp_strategy.h"
 
 namespace meshtrain {
 
@@ -162,7 +163,16 @@ void TrainConfig::validate() const {
            device == DeviceKind::cpu ? "" : ", or drop --offload");
   // Every plugin option is parsed once, by its plugin: build them now so a bad one fails here.
   const StrategyRegistry registry = builtin_strategies();
-  for (const auto& [plugin, options] : strategies) registry.create(plugin, options);
+  bool sequence_parallel = false;
+  for (const auto& [plugin, options] : strategies) {
+    const std::unique_ptr<Strategy> strategy = registry.create(plugin, options);
+    if (plugin == "tp")
+      sequence_parallel = dynamic_cast<const TpStrategy&>(*strategy).options().sequence_parallel;
+  }
+  const int64_t rows = batch / dp / grad_accum * seq;
+  MT_CHECK(!sequence_parallel || rows % tp == 0, "sequence parallelism splits each micro-batch's ",
+           rows, " token rows (--batch / data-parallel degree / --grad-accum x --seq) over tp=", tp,
+           "; choose sizes whose token rows divide by tp");
 }
 
 }  // namespace meshtrain

@@ -7,6 +7,12 @@
 namespace meshtrain::nn {
 
 int64_t shard_vocabulary(Parameter& table, const TpSetup& setup) {
+  const int64_t vocab = table.global_shape()[0];
+  const int tp = setup.tp.size();
+  MT_CHECK(shard_range(vocab, tp, tp - 1).size > 0, "tensor parallelism splits the vocabulary (",
+           vocab, " rows) over tp=", tp, " in slices of ", (vocab + tp - 1) / tp,
+           " rows, which leaves the last tp rank none; pad the vocabulary to a multiple of tp (as "
+           "Megatron-LM's --make-vocab-size-divisible-by does) or use a smaller tp");
   shard_on_tp(table, Shard{0}, setup);
   return shard_range(table.global_shape()[0], setup.tp.size(), setup.tp.rank()).offset;
 }

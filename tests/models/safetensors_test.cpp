@@ -167,6 +167,18 @@ TEST(SafetensorsErrors, CorruptHeadersAreIoErrors) {
       R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
       std::string(8, '\0'));
   expect_error<IoError>([&] { SafetensorsReader r(path); }, "overlap");
+  // The data section is indexed whole: no bytes after the tensors, no hole between them.
+  write_raw(path, R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+            std::string(12, '\0'));
+  expect_error<IoError>([&] { SafetensorsReader r(path); }, "end at data offset 8",
+                        "holds 12 bytes of data");
+  write_raw(path, R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+            std::string(8, '\0'));
+  expect_error<IoError>([&] { SafetensorsReader r(path); },
+                        "data bytes [0, 4) belong to no tensor");
+  write_raw(path, R"({"x":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})",
+            "");
+  expect_error<IoError>([&] { SafetensorsReader r(path); }, "'x'", "more than 2^48 elements");
   {
     std::ofstream out(path, std::ios::binary);
     const uint64_t n = 1000;

@@ -17,6 +17,7 @@
 namespace meshtrain::testing {
 namespace {
 
+using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 TEST(TpPlan, PatternsMatchOneNamePartPerStar) {
@@ -48,12 +49,13 @@ TEST(TpPlan, Gpt2PlanCoversTheModel) {
 
 // Applies a plan of the given bindings to GPT-2 on `mesh` at every rank; returns rank 0's error.
 std::string plan_error(const std::string& mesh_spec,
-                       const std::vector<std::pair<std::string, std::vector<std::string>>>& binds) {
+                       const std::vector<std::pair<std::string, std::vector<std::string>>>& binds,
+                       const GPT2Config& model_config = uneven_model()) {
   const MeshLayout layout = parse_mesh_spec(mesh_spec);
   std::vector<std::string> errors(layout.size());
   spawn_ranks(layout.size(), [&](RankContext& ctx) {
     DeviceMesh mesh(ctx.world, layout);
-    GPT2 model(uneven_model());
+    GPT2 model(model_config);
     ParallelPlan plan;
     for (const auto& [plugin, axes] : binds) {
       if (plugin == "tp") plan.add(std::make_unique<TpStrategy>(), axes);
@@ -75,6 +77,10 @@ TEST(TpPlan, ClearErrors) {
   EXPECT_THAT(plan_error("tp=3", {{"tp", {"tp"}}}),
               StartsWith("tp: module 'h.0.attn' (style heads): tensor parallelism splits "
                          "attention heads over tp: 4 heads do not divide by tp=3"));
+  // 6 rows over tp=4 in slices of 2: 2, 2, 2 and none.
+  EXPECT_THAT(plan_error("tp=4", {{"tp", {"tp"}}}, GPT2Config{6, 13, 24, 2, 4}),
+              HasSubstr("tensor parallelism splits the vocabulary (6 rows) over tp=4 in slices of "
+                        "2 rows, which leaves the last tp rank none"));
 }
 
 // Rank 0's error from building a Trainer on every rank and running one step.
@@ -96,9 +102,10 @@ TEST(TpPlan, SequenceParallelNeedsRowsThatDivideByTp) {
   c.set("tp", "sequence_parallel", "true");
   c.batch = 3;
   c.seq = 11;  // 3 x 11 = 33 token rows over tp=2
-  EXPECT_THAT(trainer_error(c), StartsWith("sequence parallelism splits the 33 token rows of a "
-                                           "micro-batch (sequences x tokens) over tp=2; choose a "
-                                           "micro-batch whose token count divides by tp"));
+  // Refused when the config is checked, before a rank is built.
+  EXPECT_THAT(error_message<InvalidArgument>([&] { c.validate(); }),
+              HasSubstr("sequence parallelism splits each micro-batch's 33 token rows (--batch / "
+                        "data-parallel degree / --grad-accum x --seq) over tp=2"));
 }
 
 TEST(TpPlan, OptionsForAPluginTheMeshDoesNotUseAreAnError) {

@@ -3,13 +3,14 @@
 
 #include <sched.h>
 
-
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -75,7 +76,7 @@ class Team {
     }
     wake_.notify_all();
     in_job = true;
-    job(context, 0);
+    run_part(job, context, 0);
     in_job = false;
     for (int i = 0; i < kSpinPauses && remaining_.load(std::memory_order_acquire) != 0; ++i)
       pause();
@@ -83,6 +84,8 @@ class Team {
       std::unique_lock lock(mutex_);
       done_.wait(lock, [&] { return remaining_.load() == 0; });
     }
+    // Every part has finished (and published error_ before counting itself done).
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
  private:
@@ -112,7 +115,7 @@ class Team {
         active = active_;
       }
       if (index >= active) continue;
-      job(context, index);
+      run_part(job, context, index);
       if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard lock(mutex_);
         done_.notify_one();
@@ -120,8 +123,19 @@ class Team {
     }
   }
 
+  // Runs one part; its exception, the first of the run, is kept for the caller.
+  void run_part(void (*job)(void*, int), void* context, int index) {
+    try {
+      job(context, index);
+    } catch (...) {
+      std::lock_guard lock(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+  }
+
   std::vector<std::thread> threads_;
-  std::mutex mutex_;
+  std::mutex mutex_, error_mutex_;
+  std::exception_ptr error_;
   std::condition_variable wake_, done_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> remaining_{0};
