@@ -30,22 +30,34 @@ void end_mpi_job(const std::exception& error, Communicator& watch,
   const Tensor word = Tensor::zeros({1}, DType::i32);
   if (watch.rank() != 0) {
     if (timed_out) watch.send(word, 0);  // small: it leaves at once, whatever rank 0 does
-    std::this_thread::sleep_for(2 * grace);
+    // Timed out, the ranks most likely waited on the same lost peer: if rank 0 cannot report,
+    // rank 1 does, and each later rank waits one grace more, by which time that report's abort
+    // has ended it (the first 8 stagger; the wait stays bounded on a large world).
+    const std::chrono::milliseconds waited =
+        2 * grace + (timed_out ? std::min(watch.rank() - 1, 8) : 0) * grace;
+    std::this_thread::sleep_for(waited);
     mpi_abort(timed_out ? detail::concat(error.what(), "; rank 0 did not end the job within ",
-                                         2 * grace.count(), " ms (stopped or hung?)")
+                                         waited.count(), " ms (stopped or hung?)")
                         : std::string(error.what()));
   }
   std::string message = error.what();
   if (timed_out) {
+    // Every receive is posted before any is waited for, so a word that arrived counts however
+    // long an earlier, silent peer took of the one deadline.
+    std::vector<Tensor> heard;
+    std::vector<WorkPtr> words;
+    for (int peer = 1; peer < watch.size(); ++peer) {
+      heard.push_back(Tensor::empty({1}, DType::i32));
+      words.push_back(watch.recv(heard.back(), peer));
+    }
     std::vector<int> silent;
     const auto deadline = std::chrono::steady_clock::now() + grace;
     for (int peer = 1; peer < watch.size(); ++peer) {
-      const Tensor heard = Tensor::empty({1}, DType::i32);
       const auto left = std::max<std::chrono::milliseconds>(
           std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
                                             deadline - std::chrono::steady_clock::now()));
       try {
-        watch.recv(heard, peer)->wait(left);
+        words[peer - 1]->wait(left);
       } catch (const Timeout&) {
         silent.push_back(peer);
       }

@@ -4,7 +4,9 @@
 // input, a checkpoint the ranks agreed failed) so reads once. Any other rank first gives rank 0 a
 // grace period to do that, and reports only if it is still running then: its error was its own.
 // After a collective timeout, the waiting ranks tell rank 0 they are alive, so that its report
-// names the ranks that never did (stopped, hung or dead).
+// names the ranks that never did (stopped, hung or dead); if rank 0 is the one lost, rank 1
+// reports, and each later rank waits one grace more (up to 8), so that rank 1's abort ends it
+// before it speaks.
 #pragma once
 
 #include <chrono>

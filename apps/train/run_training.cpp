@@ -67,7 +67,9 @@ std::vector<StepMetrics> train_steps(const TrainConfig& config, Communicator& wo
     const int64_t done = trainer.steps_done();
     const bool due = config.checkpoint_every > 0 && done % config.checkpoint_every == 0;
     if (!config.checkpoint_dir.empty() && (due || done == config.steps)) {
+      if (recorder) recorder->set_counting(false);  // the profile covers the steps only
       const std::string path = trainer.save_checkpoint();
+      if (recorder) recorder->set_counting(true);
       if (reporter) reporter->note("checkpoint " + path);
     }
   }
@@ -141,10 +143,11 @@ std::vector<StepMetrics> run_training(const TrainConfig& config, std::ostream& o
       MemoryScope scope(&memory);
       std::unique_ptr<Communicator> world = mpi_world(comm_options(config));
       const std::unique_ptr<Communicator> watch = mpi_world(comm_options(config));
-      MT_CHECK_EQ(world->size(), config.world, "--world must match the number of mpirun processes");
       // Any error on a rank ends the whole job (MPI_Abort), reported once: its peers would
       // otherwise wait out their timeouts, and a stopped peer could block MPI_Finalize for ever.
       try {
+        MT_CHECK_EQ(world->size(), config.world,
+                    "--world must match the number of mpirun processes");
         std::optional<TrainReporter> reporter;
         if (world->rank() == 0) reporter.emplace(config, out, interactive);
         auto steps = train_rank(config, *world, memory, reporter ? &*reporter : nullptr, fault);

@@ -1,7 +1,9 @@
 #include "apps/train/trace_output.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -96,22 +98,19 @@ std::string write_chrome_trace(const trace::Recorder& recorder, const std::strin
                                const std::map<std::string, std::string>& info) {
   const std::string path =
       (std::filesystem::path(dir) / ("rank_" + std::to_string(recorder.rank()) + ".json")).string();
-  const std::string partial = path + ".partial";
-  try {
-    {
-      std::ofstream out(partial, std::ios::trunc);
-      if (!out) throw IoError("--trace: cannot write '" + partial + "'");
-      write_events(out, recorder, info);
-      out.flush();
-      if (!out) throw IoError("--trace: writing '" + partial + "' failed");
-    }
-    sync_file(partial);
-    std::filesystem::rename(partial, path);
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(partial, ignored);
-    throw;
+  AtomicFile file(path);
+  {
+    std::ofstream out(file.partial_path(), std::ios::trunc);
+    if (!out)
+      throw IoError(detail::concat("--trace: cannot write '", file.partial_path(),
+                                   "': ", std::strerror(errno)));
+    write_events(out, recorder, info);
+    out.flush();
+    if (!out)
+      throw IoError(detail::concat("--trace: writing '", file.partial_path(),
+                                   "' failed: ", std::strerror(errno)));
   }
+  file.commit();
   return path;
 }
 

@@ -123,6 +123,8 @@ void TrainConfig::validate() const {
   check_range(steps, int64_t{1} << 40, "--steps");
   check_range(grad_accum, batch, "--grad-accum");
   check_range(world, 1 << 16, "--world");
+  // In nanoseconds past now, a deadline overflows near 9.2e9 s; 1e8 s is over three years.
+  check_range(timeout_s, int64_t{100'000'000}, "--timeout");
   const double params = static_cast<double>(model.num_parameters());
   check_output_file(save_path, "--save", 4.0 * params);
   check_output_file(metrics_path, "--metrics", 0.0);

@@ -7,6 +7,7 @@
 
 #include "checkpoint/durable_files.h"
 #include "core/comm/gather_values.h"
+#include "core/comm/work.h"
 #include "core/device_memory.h"
 #include "core/error.h"
 #include "core/trace/recorder.h"
@@ -135,8 +136,7 @@ StepMetrics Trainer::step() {
                                [&] { return "step " + std::to_string(step_ + 1); });
   memory_.reset_peaks();
   const uint64_t bytes_before = strategy_bytes_sent();
-  FsdpStrategy* fsdp_strategy = fsdp();
-  const double exposed_before = fsdp_strategy ? fsdp_strategy->exposed_comm_seconds() : 0.0;
+  const double waited_before = comm_wait_seconds();
   const auto start = Clock::now();
 
   const TokenBatch batch = batches_->batch(step_);
@@ -168,6 +168,7 @@ StepMetrics Trainer::step() {
   device_synchronize(model_->device(), std::chrono::seconds(config_.timeout_s));
   update_span.reset();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double exposed = comm_wait_seconds() - waited_before;  // every strategy's, and the loss's
 
   // Reduce the step's figures over ranks (on the world communicator, outside the counted groups).
   const MemoryStats mem = memory_.stats(config_.device);
@@ -186,9 +187,8 @@ StepMetrics Trainer::step() {
                                       mem[MemoryCategory::unsharded_grad].peak,
                                       mem[MemoryCategory::comm].peak};
   const std::vector<uint64_t> counts = all_gather_values(world_, mine);
-  const std::vector<double> reals = all_gather_values(
-      world_, std::vector<double>{seconds, (fsdp_strategy ? fsdp_strategy->exposed_comm_seconds()
-                                                          : 0.0) - exposed_before});
+  const std::vector<double> reals =
+      all_gather_values(world_, std::vector<double>{seconds, exposed});
 
   StepMetrics m;
   m.step = step_;

@@ -96,15 +96,22 @@ void publish(const std::filesystem::path& path, const std::vector<uint8_t>& valu
   static std::atomic<uint64_t> counter{0};
   std::filesystem::path temp = path;
   temp += detail::concat(".tmp.", ::getpid(), ".", counter.fetch_add(1));
+  std::error_code ec;
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(value.data()),
               static_cast<std::streamsize>(value.size()));
-    if (!out) throw IoError(detail::concat("cannot write store file ", temp.string()));
+    if (!out) {
+      std::filesystem::remove(temp, ec);
+      throw IoError(detail::concat("cannot write store file ", temp.string()));
+    }
   }
-  std::error_code ec;
   std::filesystem::rename(temp, path, ec);
-  if (ec) throw IoError(detail::concat("cannot publish store file ", path.string(), ": ", ec.message()));
+  if (ec) {
+    const std::string reason = ec.message();
+    std::filesystem::remove(temp, ec);
+    throw IoError(detail::concat("cannot publish store file ", path.string(), ": ", reason));
+  }
 }
 
 // An exclusive flock on the directory's lock file; it works between processes and between threads

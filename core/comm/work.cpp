@@ -11,6 +11,14 @@ struct Work::TraceTag {
   int64_t issued_ns;
 };
 
+namespace {
+thread_local double t_comm_wait_seconds = 0.0;
+}  // namespace
+
+double comm_wait_seconds() { return t_comm_wait_seconds; }
+
+void Work::add_wait_seconds(double seconds) { t_comm_wait_seconds += seconds; }
+
 Work::~Work() { delete trace_tag_.load(); }
 
 void Work::trace(std::shared_ptr<trace::Recorder> recorder, std::string group, std::string name,
@@ -42,9 +50,14 @@ void AsyncWork::wait(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
   // Time blocked on an op still in flight is exposed communication: a wait span on the tracing
   // thread's compute track.
-  trace::Recorder* recorder = done_ ? nullptr : trace::current();
+  const bool blocks = !done_;
+  trace::Recorder* recorder = blocks ? trace::current() : nullptr;
   const int64_t start = recorder ? trace::now_ns() : 0;
+  const auto blocked_from = std::chrono::steady_clock::now();
   const bool done = cv_.wait_for(lock, timeout, [&] { return done_; });
+  if (blocks)
+    add_wait_seconds(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - blocked_from).count());
   if (recorder) {
     trace::Span span;
     span.name = "wait " + (trace_name().empty() ? std::string("comm") : trace_name());

@@ -18,6 +18,11 @@ namespace trace {
 class Recorder;
 }
 
+// Seconds the calling thread has spent blocked in Work::wait on ops still in flight: its exposed
+// communication, whoever issued the ops (FSDP, TP, the pipeline, the loss). Per thread, so per
+// rank on the local backend; the trainer reports each step's difference.
+double comm_wait_seconds();
+
 class Work {
  public:
   Work(std::string description, std::chrono::milliseconds default_timeout)
@@ -44,6 +49,8 @@ class Work {
  protected:
   // Backends call this once, when the op completes or fails, from any thread.
   void mark_completed();
+  // Backends' wait() adds the time it blocked on an op still in flight (comm_wait_seconds).
+  static void add_wait_seconds(double seconds);
 
  private:
   struct TraceTag;

@@ -59,9 +59,11 @@ int Recorder::track_locked(const std::string& name) {
 }
 
 void Recorder::add_locked(Span&& span) {
-  Totals& t = totals_[{span.kind, span.name}];
-  t.calls += 1;
-  t.ns += span.end_ns - span.begin_ns;
+  if (counting_) {
+    Totals& t = totals_[{span.kind, span.name}];
+    t.calls += 1;
+    t.ns += span.end_ns - span.begin_ns;
+  }
   if (!options_.keep_spans) return;
   if (spans_.size() >= options_.max_spans) {
     ++dropped_;
@@ -77,12 +79,14 @@ void Recorder::record(Span span) {
 
 void Recorder::record_comm(std::string_view group, Span span) {
   std::lock_guard lock(mutex_);
-  auto intervals = comm_intervals_.find(group);
-  if (intervals == comm_intervals_.end())
-    intervals =
-        comm_intervals_.emplace(std::string(group), std::vector<std::pair<int64_t, int64_t>>{})
-            .first;
-  intervals->second.emplace_back(span.begin_ns, span.end_ns);
+  if (counting_) {
+    auto intervals = comm_intervals_.find(group);
+    if (intervals == comm_intervals_.end())
+      intervals =
+          comm_intervals_.emplace(std::string(group), std::vector<std::pair<int64_t, int64_t>>{})
+              .first;
+    intervals->second.emplace_back(span.begin_ns, span.end_ns);
+  }
   auto lanes = lanes_.find(group);
   if (lanes == lanes_.end()) lanes = lanes_.emplace(std::string(group), std::vector<Lane>{}).first;
   // A lane takes the span when every span on it ended before this one began: never a partial
@@ -149,6 +153,11 @@ void Recorder::reset_totals() {
   std::lock_guard lock(mutex_);
   totals_.clear();
   comm_intervals_.clear();
+}
+
+void Recorder::set_counting(bool counting) {
+  std::lock_guard lock(mutex_);
+  counting_ = counting;
 }
 
 Bind::Bind(Recorder* recorder) : previous_(detail::t_recorder) { detail::t_recorder = recorder; }

@@ -90,6 +90,9 @@ class Recorder : public std::enable_shared_from_this<Recorder> {
   std::vector<std::string> comm_groups() const;
   // Forgets the totals and busy intervals (not the spans): the profile then covers what follows.
   void reset_totals();
+  // While off, spans are still kept for the trace but left out of the totals and busy intervals:
+  // the profile covers the steps, not the checkpoints saved between them.
+  void set_counting(bool counting);
 
  private:
   struct Lane {
@@ -107,6 +110,7 @@ class Recorder : public std::enable_shared_from_this<Recorder> {
   std::map<std::string, std::vector<Lane>, std::less<>> lanes_;  // by comm group
   std::vector<Span> spans_;
   size_t dropped_ = 0;
+  bool counting_ = true;
   std::map<std::pair<Kind, std::string>, Totals> totals_;
   std::map<std::string, std::vector<std::pair<int64_t, int64_t>>, std::less<>> comm_intervals_;
 };

@@ -96,6 +96,18 @@ TEST_P(FaultsMpi, RankStopped) {
   expect_resumes_from(2);
 }
 
+// Rank 0 stopped: every other rank times out waiting for it and none hears rank 0's report, so one
+// of them (rank 1 first; each later one waits longer, and is ended by its abort) reports, once.
+TEST_P(FaultsMpi, RankZeroStopped) {
+  const JobResult job = mpi_job(checkpointed_run(), "0:3:stop");
+  expect_ended(job, kBound);
+  const std::string error = single_error(job);
+  EXPECT_THAT(error, HasSubstr("meshtrain: rank 1: timed out after"));
+  EXPECT_THAT(error, HasSubstr("rank 0 did not end the job"));
+  EXPECT_FALSE(std::filesystem::exists(save_));
+  expect_resumes_from(2);
+}
+
 // MESHTRAIN_FAULT full: rank 0's disk fills before step 3, so writing the model fails; the
 // previous file stays whole.
 TEST_P(FaultsMpi, SaveFailsOnAFullDisk) {
@@ -143,6 +155,15 @@ TEST_P(FaultsMpi, ShortDataReportedOnce) {
   const JobResult job = mpi_job("--steps 2");
   expect_ended(job, kBound);
   EXPECT_THAT(single_error(job), HasSubstr("fewer than one step reads"));
+}
+
+// --world that is not mpirun's process count: every rank meets it once MPI is up; one report.
+TEST_P(FaultsMpi, WorldOtherThanTheProcessCountReportedOnce) {
+  const std::string command = MESHTRAIN_MPIRUN " " + std::to_string(np()) + " " +
+                              train("--backend mpi --steps 2 --world " + std::to_string(np() + 1));
+  const JobResult job = run_job(dir_, command, sending(0));
+  expect_ended(job, kBound);
+  EXPECT_THAT(single_error(job), HasSubstr("--world must match the number of mpirun processes"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Mpirun, FaultsMpi, ::testing::Values(2, 3),

@@ -186,5 +186,28 @@ TEST(ExposedComm, TheTraceShowsTheNextUnitsAllGatherDuringThisUnitsForward) {
   }
 }
 
+// The step's exposed figure (StepMetrics::exposed_comm_s) counts every wait on communication, not
+// FSDP's alone: tensor parallelism waits for its all-reduces where it issues them, so each delayed
+// one is exposed whole on every rank.
+TEST(ExposedComm, StepMetricsCountTensorParallelWaits) {
+  TrainConfig c = small_config(GPT2Config{64, 16, 32, 2, 4}, synthetic_token_file(64, 4096));
+  c.world = 2;
+  c.mesh = parse_mesh_spec("tp=2");
+  const microseconds delay(4000);
+  with_trainers(c, [&](Trainer& trainer, MemoryTracker&) {
+    Communicator& tp = trainer.mesh().comm("tp");
+    trainer.step();
+    // Rank 1's next all-reduce cannot complete before rank 0 arrives, which is after this.
+    if (trainer.rank() == 0) set_local_op_delay(tp, CommOp::all_reduce, delay);
+    const uint64_t before = tp.counters().count(CommOp::all_reduce);
+    const StepMetrics m = trainer.step();
+    const uint64_t delayed = tp.counters().count(CommOp::all_reduce) - before;
+    ASSERT_GT(delayed, 0u);
+    EXPECT_GE(m.exposed_comm_s, 0.9e-6 * static_cast<double>(delayed * delay.count()))
+        << delayed << " all-reduces delayed by " << delay.count() << " us";
+    EXPECT_LT(m.exposed_comm_s, m.step_time_s);
+  });
+}
+
 }  // namespace
 }  // namespace meshtrain::testing

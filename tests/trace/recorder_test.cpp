@@ -63,6 +63,24 @@ TEST(TraceRecorder, ProfileOnlyKeepsTotalsNotSpans) {
   EXPECT_TRUE(recorder->totals().empty());
 }
 
+// Checkpoints between steps are traced but not profiled.
+TEST(TraceRecorder, WhileNotCountingSpansAreKeptButNotTotalled) {
+  auto recorder = std::make_shared<trace::Recorder>(0);
+  const trace::Bind bind(recorder.get());
+  { trace::Scope span(trace::Kind::kernel, "gelu_forward"); }
+  recorder->set_counting(false);
+  { trace::Scope span(trace::Kind::kernel, "gelu_forward"); }
+  trace::Span op;
+  op.name = "all_gather";
+  op.end_ns = 5;
+  recorder->record_comm("dp_shard", op);
+  recorder->set_counting(true);
+  EXPECT_EQ(recorder->spans().size(), 3u);
+  EXPECT_EQ((recorder->totals().at({trace::Kind::kernel, "gelu_forward"}).calls), 1);
+  EXPECT_EQ(recorder->totals().count({trace::Kind::comm, "all_gather"}), 0u);
+  EXPECT_EQ(recorder->comm_busy_ns("dp_shard"), 0);
+}
+
 TEST(TraceRecorder, OverlappingCommSpansGoToFurtherLanesSoEveryTrackNests) {
   trace::Recorder recorder(0);
   const auto comm = [&](int64_t b, int64_t e) {

@@ -38,7 +38,8 @@ void NcclWork::wait(std::chrono::milliseconds timeout) {
   context_->require_usable(description());
   context_->activate();
   std::string error;
-  const Progress progress = poll_until(std::chrono::steady_clock::now() + timeout, [&] {
+  const auto blocked_from = std::chrono::steady_clock::now();
+  const Progress progress = poll_until(blocked_from + timeout, [&] {
     const cudaError_t status = cudaEventQuery(done_.get());
     if (status == cudaSuccess) return Progress::done;
     if (status != cudaErrorNotReady) {
@@ -48,6 +49,8 @@ void NcclWork::wait(std::chrono::milliseconds timeout) {
     // A peer's failure shows here long before the op would complete (if ever).
     return context_->poll_state(&error) == Progress::failed ? Progress::failed : Progress::pending;
   });
+  add_wait_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - blocked_from).count());
   if (progress != Progress::done) context_->fail(description(), progress, error, timeout);
   done_.block(cudaStreamPerThread);
   stream_ordered_ = true;
