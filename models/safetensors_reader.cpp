@@ -99,8 +99,9 @@ SafetensorsReader::SafetensorsReader(const std::string& path)
   }
   std::vector<const SafetensorsEntry*> by_offset;
   for (const auto& e : entries_) by_offset.push_back(&e);
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](auto* a, auto* b) { return a->begin < b->begin; });
+  std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) {
+    return std::pair(a->begin, a->end) < std::pair(b->begin, b->end);
+  });
   // The format indexes the whole data section, without holes: bytes no tensor claims mean a file
   // that is not what its header says (a wrong header, or data appended).
   uint64_t covered = 0;

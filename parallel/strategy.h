@@ -37,8 +37,9 @@ struct ParallelContext {
   std::vector<StepHooks*> hooks;
   std::unique_ptr<TrainableState> state;
   RunnerFactory make_runner;  // empty: the default StepRunner
-  // Set by a strategy whose runner interleaves micro-batches (a pipeline schedule, even on one pp
-  // rank with virtual stages): a unit's forward may come again before its backward.
+  // Set by the pp plugin, whose runner may run several micro-batches' forwards before their
+  // backwards (any schedule, even on one pp rank: GPipe, or virtual stages): FSDP then keeps units
+  // unsharded between them and reduces gradients once per step.
   bool pipelined = false;
   // The dtype parameters are unsharded in, and so what layers compute in (FSDP's param_dtype).
   DType compute_dtype = DType::f32;

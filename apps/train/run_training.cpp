@@ -59,17 +59,17 @@ std::vector<StepMetrics> train_steps(const TrainConfig& config, Communicator& wo
   if (reporter && !trainer.resumed_from().empty())
     reporter->resumed(trainer.resumed_from(), trainer.steps_done());
   std::vector<StepMetrics> steps;
-  if (recorder) recorder->reset_totals();  // the profile covers the steps only
   while (trainer.steps_done() < config.steps) {
     if (fault) fault->maybe_fire(world.rank(), trainer.steps_done() + 1);
-    steps.push_back(trainer.step());
+    {
+      const trace::Counting counting(recorder);  // the profile covers the steps only
+      steps.push_back(trainer.step());
+    }
     if (reporter) reporter->on_step(steps.back());
     const int64_t done = trainer.steps_done();
     const bool due = config.checkpoint_every > 0 && done % config.checkpoint_every == 0;
     if (!config.checkpoint_dir.empty() && (due || done == config.steps)) {
-      if (recorder) recorder->set_counting(false);  // the profile covers the steps only
       const std::string path = trainer.save_checkpoint();
-      if (recorder) recorder->set_counting(true);
       if (reporter) reporter->note("checkpoint " + path);
     }
   }
@@ -90,9 +90,11 @@ std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& wor
   // Tracing (docs/tracing.md): a recorder bound to this rank's thread for the whole run; the
   // trace is written at the end, and also when the run fails.
   std::shared_ptr<trace::Recorder> recorder;
-  if (!config.trace_dir.empty() || config.profile)
+  if (!config.trace_dir.empty() || config.profile) {
     recorder = std::make_shared<trace::Recorder>(
         world.rank(), trace::RecorderOptions{.keep_spans = !config.trace_dir.empty()});
+    recorder->set_counting(false);  // trace::Counting turns it on for each step
+  }
   const trace::Bind bind(recorder.get());
   const auto write_trace = [&] {
     if (config.trace_dir.empty()) return;

@@ -160,6 +160,14 @@ void Recorder::set_counting(bool counting) {
   counting_ = counting;
 }
 
+Counting::Counting(Recorder* recorder) : recorder_(recorder) {
+  if (recorder_) recorder_->set_counting(true);
+}
+
+Counting::~Counting() {
+  if (recorder_) recorder_->set_counting(false);
+}
+
 Bind::Bind(Recorder* recorder) : previous_(detail::t_recorder) { detail::t_recorder = recorder; }
 Bind::~Bind() { detail::t_recorder = previous_; }
 

@@ -82,16 +82,16 @@ class Recorder : public std::enable_shared_from_this<Recorder> {
   std::vector<std::string> track_names() const;
   size_t dropped_spans() const;
 
-  // Totals by kind and name, since the start or the last reset_totals().
+  // Totals by kind and name, since the start or the last reset_totals(), while counting.
   std::map<std::pair<Kind, std::string>, Totals> totals() const;
   // Time at least one op of `group` was in flight (the union of its comm spans), and of any group
-  // (empty group), since the start or the last reset_totals().
+  // (empty group), since the start or the last reset_totals(), while counting.
   int64_t comm_busy_ns(std::string_view group = {}) const;
   std::vector<std::string> comm_groups() const;
   // Forgets the totals and busy intervals (not the spans): the profile then covers what follows.
   void reset_totals();
-  // While off, spans are still kept for the trace but left out of the totals and busy intervals:
-  // the profile covers the steps, not the checkpoints saved between them.
+  // While off, spans are still kept for the trace but left out of the totals and busy intervals
+  // (see Counting).
   void set_counting(bool counting);
 
  private:
@@ -132,6 +132,19 @@ class Bind {
 
  private:
   Recorder* previous_;
+};
+
+// Counts into `recorder`'s totals for the scope's lifetime (a recorder otherwise not counting;
+// null: nothing): a profile that covers the training steps and nothing between them.
+class Counting {
+ public:
+  explicit Counting(Recorder* recorder);
+  ~Counting();
+  Counting(const Counting&) = delete;
+  Counting& operator=(const Counting&) = delete;
+
+ private:
+  Recorder* recorder_;
 };
 
 // A span on the compute track of the current recorder, from construction to destruction (also

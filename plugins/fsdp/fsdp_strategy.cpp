@@ -93,7 +93,7 @@ void FsdpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& a
     config.reshard_after_forward =
         reshard && (!plan.units[u].root || options_.reshard_root_after_forward);
     units.push_back(
-        std::make_unique<FsdpUnit>(plan.units[u].name, plan.units[u].params, config, clock_,
+        std::make_unique<FsdpUnit>(plan.units[u].name, plan.units[u].params, config,
                                    ShardValues{ctx.values, ctx.mesh.layout(), ctx.mesh.rank()}));
   }
   runtime_ = std::make_unique<FsdpRuntime>(plan, std::move(units), groups, options_.prefetch,

@@ -34,11 +34,9 @@ class FsdpStrategy : public Strategy {
   const FsdpRuntime& runtime() const;
   // Bytes moved by this rank on FSDP's communicators since construction.
   CommCounters counters() const;
-  double exposed_comm_seconds() const { return clock_.exposed_seconds; }
 
  private:
   FsdpOptions options_;
-  FsdpWaitClock clock_;
   std::unique_ptr<FsdpRuntime> runtime_;
 };
 

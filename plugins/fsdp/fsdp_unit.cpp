@@ -1,7 +1,5 @@
 #include "plugins/fsdp/fsdp_unit.h"
 
-#include <chrono>
-
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/ops/ops.h"
@@ -39,13 +37,12 @@ void zero_elements(const Tensor& dst, int64_t offset, int64_t n) {
 }
 }  // namespace
 
-FsdpUnit::FsdpUnit(std::string name, const std::vector<Parameter*>& params,
-                   FsdpUnitConfig config, FsdpWaitClock& clock, const ShardValues& values)
+FsdpUnit::FsdpUnit(std::string name, const std::vector<Parameter*>& params, FsdpUnitConfig config,
+                   const ShardValues& values)
     : name_(std::move(name)),
       config_(config),
-      clock_(clock),
-      layout_(make_unit_shard_layout(params,
-                                     config.groups.shard ? config.groups.shard->size() : 1)) {
+      layout_(
+          make_unit_shard_layout(params, config.groups.shard ? config.groups.shard->size() : 1)) {
   MT_CHECK(!params.empty(), "FSDP unit '", name_, "' has no parameters");
   compute_device_ = params.front()->device();
   bool all_f32 = true;
@@ -101,14 +98,6 @@ std::string FsdpUnit::unavailable_reason() const {
                         " (resharded in phase ", training_phase_name(phase_), ")");
 }
 
-// Work::wait itself records the blocked time as a wait span of the trace (core/trace).
-void FsdpUnit::wait(const WorkPtr& work) {
-  const auto start = std::chrono::steady_clock::now();
-  work->wait();
-  clock_.exposed_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 void FsdpUnit::begin_unshard() {
   MT_CHECK(needs_gather(), "FSDP unit '", name_, "' cannot start an all-gather while ",
            shard_state_name(state_), gather_ ? " with one in flight" : "");
@@ -138,7 +127,7 @@ void FsdpUnit::unshard() {
   if (!gather_) begin_unshard();
   Gather g = std::move(*gather_);
   gather_.reset();
-  if (g.work) wait(g.work);
+  if (g.work) g.work->wait();
   for (const ParamShard& s : layout_.params) {
     s.param->set_value(assemble(g.output, s, config_.param_dtype));
     s.param->make_available();
@@ -241,19 +230,21 @@ void FsdpUnit::accumulate_in_f32() {
       ops::cast(widened, full_grads_[i]);
       ops::axpy(f32_sums_[i], 1.f, widened);
     }
-    full_grads_[i] = Tensor();
+    // Zeroed in place, not dropped: it is the parameter's gradient, which a later backward part
+    // (a zero-bubble W after the next micro-batch's I) still adds into.
+    full_grads_[i].zero_();
   }
 }
 
 void FsdpUnit::finish_reduction(bool wait_for_replicas) {
   if (replicate_reduce_ && wait_for_replicas) {
-    wait(replicate_reduce_);
+    replicate_reduce_->wait();
     replicate_reduce_.reset();
   }
   if (!reduction_) return;
   Reduction& red = *reduction_;
   if (red.scatter) {
-    wait(red.scatter);
+    red.scatter->wait();
     red.scatter.reset();
     red.staging = Tensor();
   }
@@ -264,7 +255,7 @@ void FsdpUnit::finish_reduction(bool wait_for_replicas) {
   }
   if (red.replicate) {
     if (!wait_for_replicas) return;
-    wait(red.replicate);
+    red.replicate->wait();
   }
   MemoryCategoryScope scope(MemoryCategory::comm);
   // Offloaded: the reduced shard comes back to the host (if the collective did not bring it),

@@ -56,16 +56,11 @@ struct ShardValues {
   int rank;
 };
 
-// Seconds this rank spent blocked on communication it could not hide.
-struct FsdpWaitClock {
-  double exposed_seconds = 0.0;
-};
-
 class FsdpUnit {
  public:
   // Allocates this rank's shards and fills them from `values` (no rank holds a full parameter).
   FsdpUnit(std::string name, const std::vector<Parameter*>& params, FsdpUnitConfig config,
-           FsdpWaitClock& clock, const ShardValues& values);
+           const ShardValues& values);
 
   const std::string& name() const { return name_; }
   ShardState state() const { return state_; }
@@ -114,7 +109,6 @@ class FsdpUnit {
 
   int shard_size() const { return layout_.world; }
   int shard_rank() const { return config_.groups.shard ? config_.groups.shard->rank() : 0; }
-  void wait(const WorkPtr& work);
   // A flat buffer that crosses between the shards and the collectives: on the compute device or,
   // offloaded, in host memory, pinned when the compute device is a GPU so that the copies to and
   // from it are asynchronous DMA. Uninitialised.
@@ -126,14 +120,13 @@ class FsdpUnit {
   // The full value of one parameter from all-gathered flat shards (W segments), as `dtype`.
   Tensor assemble(const Tensor& gathered, const ParamShard& s, DType dtype) const;
   std::string unavailable_reason() const;
-  // Adds this micro-batch's bf16 full gradients into f32 sums and drops them (the next micro-batch
-  // starts from zeros): with GradSync::last_micro_batch, summing in bf16 would round away the low
-  // bits of each micro-batch's share, as FSDP2 and Megatron avoid too.
+  // Adds the bf16 full gradients into f32 sums and zeroes them for what follows: with
+  // GradSync::last_micro_batch, summing in bf16 would round away the low bits of each
+  // micro-batch's share, as FSDP2 and Megatron avoid too.
   void accumulate_in_f32();
 
   std::string name_;
   FsdpUnitConfig config_;
-  FsdpWaitClock& clock_;
   UnitShardLayout layout_;
   bool views_mode_ = false;
   ShardState state_ = ShardState::sharded;

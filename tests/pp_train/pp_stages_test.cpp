@@ -93,6 +93,28 @@ TEST(PpStages, OneMicroBatchThroughTwoStagesMatchesTheSingleRankRun) {
   expect_same_run(run_on_mesh(c), uneven_reference(0.f));
 }
 
+// A zero-bubble schedule splits backward, and a W can run after the next micro-batch's I: it still
+// adds into the bf16 gradients that FSDP sums in f32 between micro-batches. In bf16 it trains as
+// 1F1B does, to bf16 rounding (a lost micro-batch would move the gradient norm by a third).
+TEST(PpStages, ZeroBubbleInBf16TrainsAsOneFOneB) {
+  TrainConfig c = uneven_config();
+  c.world = 4;
+  c.mesh = parse_mesh_spec("pp=2,dp_shard=2");
+  c.grad_accum = 3;
+  c.steps = 3;
+  c.set("fsdp", "param_dtype", "bf16");
+  const RunResult one_f_one_b = run_on_mesh(c.set("pp", "schedule", "1f1b"));
+  const RunResult zero_bubble = run_on_mesh(c.set("pp", "schedule", "zb-h1"));
+  ASSERT_EQ(zero_bubble.grad_norms.size(), one_f_one_b.grad_norms.size());
+  for (size_t i = 0; i < one_f_one_b.grad_norms.size(); ++i) {
+    EXPECT_NEAR(zero_bubble.grad_norms[i], one_f_one_b.grad_norms[i],
+                2e-3 * one_f_one_b.grad_norms[i])
+        << "step " << i;
+    EXPECT_NEAR(zero_bubble.losses[i], one_f_one_b.losses[i], 2e-3 * one_f_one_b.losses[i])
+        << "step " << i;
+  }
+}
+
 // GPT-2's wte lives on the first stage (embedding) and the last (tied head): after training, the
 // two copies are still equal bit for bit, under FSDP and TP too.
 TEST(PpStages, TiedEmbeddingCopiesStayEqual) {

@@ -21,10 +21,11 @@ int available_cpus();
 
 // Runs job(context, i) for i in [0, n) on n threads: i = 0 on the calling thread, the others on
 // worker threads that the calling thread owns (started on first use, kept for its lifetime; they
-// spin for some microseconds, then sleep). Returns when all are done. A part that throws does not
-// stop the others (they share the caller's stack frame); the first exception is rethrown here once
-// all are done. Called from inside a job, it runs all n parts on that thread, one after another.
-// The kernels reach it through parallel_for (parallel.h).
+// spin for some microseconds, then sleep). Returns when all are done. On the threads, a part that
+// throws does not stop the others (they share the caller's stack frame); the first exception is
+// rethrown here once all are done. Called from inside a job (or with n <= 1), it runs the parts on
+// the calling thread, one after another, and an exception leaves at once. The kernels reach it
+// through parallel_for (parallel.h).
 void run_on_threads(int n, void (*job)(void* context, int index), void* context);
 
 }  // namespace meshtrain::ops::cpu
