@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "checkpoint/json_fields.h"
 #include "core/error.h"
 #include "mesh/box_runs.h"
 
@@ -70,89 +71,36 @@ nlohmann::json tensors_to_json(const IndexedTensors& tensors) {
   return out;
 }
 
-// Reads fields with errors that say where: "checkpoint index 'p': tensor 'x': slice 2: ...".
-class JsonFields {
- public:
-  explicit JsonFields(std::string source) : source_(std::move(source)) {}
-
-  [[noreturn]] void fail(const std::string& where, const std::string& why) const {
-    throw IoError(detail::concat(source_, ": ", where, why));
-  }
-  const nlohmann::json& field(const nlohmann::json& object, const char* key,
-                              const std::string& where) const {
-    if (!object.is_object()) fail(where, "expected a JSON object, got " + object.dump());
-    const auto it = object.find(key);
-    if (it == object.end()) fail(where, detail::concat("missing field '", key, "'"));
-    return *it;
-  }
-  uint64_t unsigned_field(const nlohmann::json& object, const char* key,
-                          const std::string& where) const {
-    const nlohmann::json& value = field(object, key, where);
-    if (!value.is_number_unsigned())
-      fail(where, detail::concat("'", key, "' must be a non-negative integer, got ", value.dump()));
-    return value.get<uint64_t>();
-  }
-  std::string string_field(const nlohmann::json& object, const char* key,
-                           const std::string& where) const {
-    const nlohmann::json& value = field(object, key, where);
-    if (!value.is_string())
-      fail(where, detail::concat("'", key, "' must be a string, got ", value.dump()));
-    return value.get<std::string>();
-  }
-  Shape shape_field(const nlohmann::json& object, const char* key, const std::string& where) const {
-    const nlohmann::json& value = field(object, key, where);
-    Shape shape;
-    if (value.is_array())
-      for (const auto& d : value) {
-        if (!d.is_number_unsigned()) break;
-        shape.push_back(d.get<int64_t>());
+IndexedTensors tensors_from_json(const JsonFields& fields, const nlohmann::json& json) {
+  IndexedTensors out;
+  for (const auto& [name, info] : json.items()) {
+    const std::string where = "tensor '" + name + "': ";
+    IndexedTensor tensor;
+    tensor.shape = fields.shape_field(info, "shape", where);
+    if (const std::string dtype = fields.string_field(info, "dtype", where); dtype != "F32")
+      fields.fail(where, "dtype must be F32, got '" + dtype + "'");
+    const nlohmann::json& slices = fields.field(info, "slices", where);
+    if (!slices.is_array()) fields.fail(where, "'slices' must be an array");
+    for (size_t i = 0; i < slices.size(); ++i) {
+      const std::string at = detail::concat(where, "slice ", i, ": ");
+      StoredSlice s;
+      s.file = fields.string_field(slices[i], "file", at);
+      s.key = fields.string_field(slices[i], "key", at);
+      s.box.offset = fields.shape_field(slices[i], "offset", at);
+      s.box.shape = fields.shape_field(slices[i], "shape", at);
+      const nlohmann::json& crcs = fields.field(slices[i], "crc32", at);
+      if (!crcs.is_array()) fields.fail(at, "'crc32' must be an array");
+      for (const auto& c : crcs) {
+        if (!c.is_number_unsigned() || c.get<uint64_t>() > 0xffffffffu)
+          fields.fail(at, "'crc32' must hold 32-bit unsigned integers, got " + c.dump());
+        s.crc32.push_back(c.get<uint32_t>());
       }
-    if (!value.is_array() || shape.size() != value.size())
-      fail(where, detail::concat("'", key, "' must be an array of non-negative integers, got ",
-                                 value.dump()));
-    return shape;
-  }
-  const nlohmann::json& object_field(const nlohmann::json& object, const char* key,
-                                     const std::string& where) const {
-    const nlohmann::json& value = field(object, key, where);
-    if (!value.is_object()) fail(where, detail::concat("'", key, "' must be an object"));
-    return value;
-  }
-
-  IndexedTensors tensors(const nlohmann::json& json) const {
-    IndexedTensors out;
-    for (const auto& [name, info] : json.items()) {
-      const std::string where = "tensor '" + name + "': ";
-      IndexedTensor tensor;
-      tensor.shape = shape_field(info, "shape", where);
-      if (const std::string dtype = string_field(info, "dtype", where); dtype != "F32")
-        fail(where, "dtype must be F32, got '" + dtype + "'");
-      const nlohmann::json& slices = field(info, "slices", where);
-      if (!slices.is_array()) fail(where, "'slices' must be an array");
-      for (size_t i = 0; i < slices.size(); ++i) {
-        const std::string at = detail::concat(where, "slice ", i, ": ");
-        StoredSlice s;
-        s.file = string_field(slices[i], "file", at);
-        s.key = string_field(slices[i], "key", at);
-        s.box.offset = shape_field(slices[i], "offset", at);
-        s.box.shape = shape_field(slices[i], "shape", at);
-        const nlohmann::json& crcs = field(slices[i], "crc32", at);
-        if (!crcs.is_array()) fail(at, "'crc32' must be an array");
-        for (const auto& c : crcs) {
-          if (!c.is_number_unsigned() || c.get<uint64_t>() > 0xffffffffu)
-            fail(at, "'crc32' must hold 32-bit unsigned integers, got " + c.dump());
-          s.crc32.push_back(c.get<uint32_t>());
-        }
-        tensor.slices.push_back(std::move(s));
-      }
-      out.emplace(name, std::move(tensor));
+      tensor.slices.push_back(std::move(s));
     }
-    return out;
+    out.emplace(name, std::move(tensor));
   }
-
- private:
-  std::string source_;
-};
+  return out;
+}
 
 }  // namespace
 
@@ -214,7 +162,7 @@ CheckpointIndex index_from_json(const nlohmann::json& json, const std::string& p
   index.metadata = fields.field(json, "metadata", "");
   for (const auto& [name, info] : fields.object_field(json, "files", "").items())
     index.files[name] = fields.unsigned_field(info, "bytes", "file '" + name + "': ");
-  index.tensors = fields.tensors(fields.object_field(json, "tensors", ""));
+  index.tensors = tensors_from_json(fields, fields.object_field(json, "tensors"));
   for (const auto& [name, tensor] : index.tensors) {
     const std::string where = "tensor '" + name + "': ";
     for (const StoredSlice& s : tensor.slices) {
@@ -240,7 +188,7 @@ ShardContents shard_contents_from_json(const nlohmann::json& json) {
   ShardContents shard;
   shard.file = fields.string_field(json, "file", "");
   shard.bytes = fields.unsigned_field(json, "bytes", "");
-  shard.tensors = fields.tensors(fields.object_field(json, "tensors", ""));
+  shard.tensors = tensors_from_json(fields, fields.object_field(json, "tensors"));
   return shard;
 }
 

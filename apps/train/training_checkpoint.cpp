@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "checkpoint/checkpoint_directory.h"
+#include "checkpoint/json_fields.h"
 #include "core/error.h"
 #include "models/rng.h"
 #include "parallel/grad_norm.h"
@@ -21,28 +22,14 @@ std::string hex(uint64_t value) {
   return out;
 }
 
-// Field `key` of `object` in `metadata`, or InvalidArgument naming the checkpoint.
-const nlohmann::json& field(const nlohmann::json& object, const std::string& key,
-                            const std::string& checkpoint) {
-  MT_CHECK(object.is_object() && object.contains(key), "checkpoint '", checkpoint,
-           "' was not written by a training run: its metadata has no '", key, "'");
-  return object.at(key);
+// The fields of a training run's metadata in `checkpoint`, with errors that name it.
+JsonFields metadata_fields(const std::string& checkpoint) {
+  return JsonFields(
+      detail::concat("checkpoint '", checkpoint, "' (the metadata of a training run)"));
 }
 
-int64_t integer_field(const nlohmann::json& object, const std::string& key,
-                      const std::string& checkpoint) {
-  const nlohmann::json& value = field(object, key, checkpoint);
-  MT_CHECK(value.is_number_integer(), "checkpoint '", checkpoint, "': its metadata's '", key,
-           "' is ", value.dump(), "; expected an integer");
-  return value.get<int64_t>();
-}
-
-std::string text_field(const nlohmann::json& object, const std::string& key,
-                       const std::string& checkpoint) {
-  const nlohmann::json& value = field(object, key, checkpoint);
-  MT_CHECK(value.is_string(), "checkpoint '", checkpoint, "': its metadata's '", key, "' is ",
-           value.dump(), "; expected a string");
-  return value.get<std::string>();
+int64_t count_field(const JsonFields& fields, const nlohmann::json& object, const char* key) {
+  return static_cast<int64_t>(fields.unsigned_field(object, key));
 }
 
 std::map<std::string, const Parameter*> by_name(Model& model) {
@@ -87,13 +74,14 @@ void check_no_later_checkpoints(const std::string& dir, int64_t step) {
 }
 
 GPT2Config checkpoint_model(const CheckpointReader& reader) {
-  const nlohmann::json& model = field(reader.metadata(), "model", reader.path());
+  const JsonFields fields = metadata_fields(reader.path());
+  const nlohmann::json& model = fields.object_field(reader.metadata(), "model");
   GPT2Config config;
-  config.vocab = integer_field(model, "vocab", reader.path());
-  config.ctx = integer_field(model, "ctx", reader.path());
-  config.dim = integer_field(model, "dim", reader.path());
-  config.layers = integer_field(model, "layers", reader.path());
-  config.heads = integer_field(model, "heads", reader.path());
+  config.vocab = count_field(fields, model, "vocab");
+  config.ctx = count_field(fields, model, "ctx");
+  config.dim = count_field(fields, model, "dim");
+  config.layers = count_field(fields, model, "layers");
+  config.heads = count_field(fields, model, "heads");
   config.validate();
   return config;
 }
@@ -128,24 +116,27 @@ nlohmann::json run_metadata(const TrainConfig& config, const MeshLayout& mesh,
 
 void check_resumable(const nlohmann::json& metadata, const TrainConfig& config,
                      const DataFingerprint& data, const std::string& checkpoint) {
-  const nlohmann::json& model = field(metadata, "model", checkpoint);
+  const JsonFields fields = metadata_fields(checkpoint);
+  const nlohmann::json& model = fields.object_field(metadata, "model");
   const nlohmann::json wanted = model_metadata(config.model);
-  for (const auto& [key, value] : wanted.items())
-    MT_CHECK(field(model, key, checkpoint) == value, "--resume ", checkpoint,
-             ": the checkpoint's model has ", key, " ", field(model, key, checkpoint).dump(),
-             ", this run's has ", key, " ", value.dump(), "; resume with the same model");
+  for (const auto& [key, value] : wanted.items()) {
+    const nlohmann::json& stored = fields.field(model, key.c_str());
+    MT_CHECK(stored == value, "--resume ", checkpoint, ": the checkpoint's model has ", key, " ",
+             stored.dump(), ", this run's has ", key, " ", value.dump(),
+             "; resume with the same model");
+  }
   for (const auto& [key, value] : {std::pair<const char*, int64_t>{"batch", config.batch},
                                    {"seq", config.seq}})
-    MT_CHECK(integer_field(metadata, key, checkpoint) == value, "--resume ", checkpoint,
-             ": the checkpoint was trained with --", key, " ",
-             field(metadata, key, checkpoint).dump(), ", this run asks for ", value,
+    MT_CHECK(count_field(fields, metadata, key) == value, "--resume ", checkpoint,
+             ": the checkpoint was trained with --", key, " ", count_field(fields, metadata, key),
+             ", this run asks for ", value,
              "; the batch contract (global batch and sequence length) must stay the same");
-  const nlohmann::json& stored = field(metadata, "data", checkpoint);
-  const int64_t tokens = integer_field(stored, "tokens", checkpoint);
-  const std::string hash = text_field(stored, "fnv1a64", checkpoint);
+  const nlohmann::json& stored = fields.object_field(metadata, "data");
+  const int64_t tokens = count_field(fields, stored, "tokens");
+  const std::string hash = fields.string_field(stored, "fnv1a64");
   MT_CHECK(tokens == data.tokens && hash == hex(data.hash), "--resume ", checkpoint,
            ": the data differs: the checkpoint was trained on ", tokens, " tokens (FNV-1a ", hash,
-           ", from '", text_field(stored, "path", checkpoint), "'), --data '", config.data_path,
+           ", from '", fields.string_field(stored, "path"), "'), --data '", config.data_path,
            "' holds ", data.tokens, " tokens (FNV-1a ", hex(data.hash), ")");
 }
 
@@ -175,8 +166,9 @@ std::vector<StoredTensor> stored_training_state(TrainableState& state, AdamW& op
 
 void restore_optimizer(CheckpointReader& reader, TrainableState& state, AdamW& optimizer,
                        const DeviceMesh& mesh, Model& model) {
-  const nlohmann::json& stored = field(reader.metadata(), "optimizer", reader.path());
-  optimizer.set_steps_taken(integer_field(stored, "steps", reader.path()));
+  const JsonFields fields = metadata_fields(reader.path());
+  const nlohmann::json& stored = fields.object_field(reader.metadata(), "optimizer");
+  optimizer.set_steps_taken(count_field(fields, stored, "steps"));
   const auto params = by_name(model);
   const std::vector<OptimizerSlot> slots = state.optimizer_slots();
   optimizer.prepare_state(slots);

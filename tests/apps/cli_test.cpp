@@ -319,8 +319,8 @@ TEST_F(Cli, MistypedCheckpointMetadataIsNamed) {
   r = run_cli(dir_, common + " --steps 2 --resume '" + ckpt + "'");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("checkpoint '" + step +
-                               "': its metadata's 'batch' is \"4\"; "
-                               "expected an integer"));
+                               "' (the metadata of a training run): "
+                               "'batch' must be a non-negative integer, got \"4\""));
 }
 
 }  // namespace
