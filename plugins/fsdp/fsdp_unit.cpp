@@ -35,6 +35,16 @@ void copy_elements(const Tensor& dst, int64_t dst_offset, const Tensor& src, int
 void zero_elements(const Tensor& dst, int64_t offset, int64_t n) {
   if (n > 0) dst.view(offset, {n}).zero_();
 }
+// sum += x, with sum f32 and x f32 or narrower (widened through a temporary, on sum's device).
+void add_as_f32(const Tensor& sum, const Tensor& x) {
+  if (x.dtype() == DType::f32) {
+    ops::axpy(sum, 1.f, x);
+    return;
+  }
+  Tensor widened = Tensor::empty(x.shape(), DType::f32, sum.device());
+  ops::cast(widened, x);
+  ops::axpy(sum, 1.f, widened);
+}
 }  // namespace
 
 FsdpUnit::FsdpUnit(std::string name, const std::vector<Parameter*>& params, FsdpUnitConfig config,
@@ -226,9 +236,7 @@ void FsdpUnit::accumulate_in_f32() {
       f32_sums_[i] = Tensor::empty(full_grads_[i].shape(), DType::f32, compute_device_);
       ops::cast(f32_sums_[i], full_grads_[i]);
     } else {
-      Tensor widened = Tensor::empty(full_grads_[i].shape(), DType::f32, compute_device_);
-      ops::cast(widened, full_grads_[i]);
-      ops::axpy(f32_sums_[i], 1.f, widened);
+      add_as_f32(f32_sums_[i], full_grads_[i]);
     }
     // Zeroed in place, not dropped: it is the parameter's gradient, which a later backward part
     // (a zero-bubble W after the next micro-batch's I) still adds into.
@@ -260,14 +268,7 @@ void FsdpUnit::finish_reduction(bool wait_for_replicas) {
   MemoryCategoryScope scope(MemoryCategory::comm);
   // Offloaded: the reduced shard comes back to the host (if the collective did not bring it),
   // where the optimizer steps.
-  const Tensor reduced = red.output.on(master_.device());
-  if (reduced.dtype() == DType::f32) {
-    ops::axpy(grad_shard_, 1.f, reduced);
-  } else {
-    Tensor widened = Tensor::empty({layout_.grad_shard_numel}, DType::f32, master_.device());
-    ops::cast(widened, reduced);
-    ops::axpy(grad_shard_, 1.f, widened);
-  }
+  add_as_f32(grad_shard_, red.output.on(master_.device()));
   reduction_.reset();
 }
 
