@@ -149,12 +149,6 @@ std::vector<std::string> Recorder::comm_groups() const {
   return names;
 }
 
-void Recorder::reset_totals() {
-  std::lock_guard lock(mutex_);
-  totals_.clear();
-  comm_intervals_.clear();
-}
-
 void Recorder::set_counting(bool counting) {
   std::lock_guard lock(mutex_);
   counting_ = counting;

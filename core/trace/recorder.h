@@ -82,14 +82,12 @@ class Recorder : public std::enable_shared_from_this<Recorder> {
   std::vector<std::string> track_names() const;
   size_t dropped_spans() const;
 
-  // Totals by kind and name, since the start or the last reset_totals(), while counting.
+  // Totals by kind and name, of what was recorded while counting.
   std::map<std::pair<Kind, std::string>, Totals> totals() const;
   // Time at least one op of `group` was in flight (the union of its comm spans), and of any group
-  // (empty group), since the start or the last reset_totals(), while counting.
+  // (empty group), while counting.
   int64_t comm_busy_ns(std::string_view group = {}) const;
   std::vector<std::string> comm_groups() const;
-  // Forgets the totals and busy intervals (not the spans): the profile then covers what follows.
-  void reset_totals();
   // While off, spans are still kept for the trace but left out of the totals and busy intervals
   // (see Counting).
   void set_counting(bool counting);
