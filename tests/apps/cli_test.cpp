@@ -3,7 +3,6 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -267,14 +266,6 @@ TEST_F(Cli, ConvertImportsAHuggingFaceFile) {
                                imported + "/step-00000000)"));
 }
 
-std::vector<std::string> entries_of(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(dir))
-    names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // A checkpoint past where a run starts is another run's, or the abandoned steps of the run this
 // one restarts from an earlier step: writing beside it is refused, and it stays. A resume from an
 // earlier step continues the metrics file from that step, without the abandoned steps' lines.
@@ -293,7 +284,8 @@ TEST_F(Cli, RestartFromAnEarlierStep) {
     EXPECT_THAT(r.err, HasSubstr("--checkpoint-dir '" + ckpt + "' already holds " + ckpt +
                                  "/step-00000004, past step"));
   }
-  EXPECT_EQ(entries_of(ckpt), (std::vector<std::string>{"step-00000002", "step-00000004"}));
+  EXPECT_EQ(testing::entries_of(ckpt),
+            (std::vector<std::string>{"step-00000002", "step-00000004"}));
 
   r = run_cli(dir_, common + " --resume '" + step2 + "' --metrics '" + metrics + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -201,11 +201,8 @@ TEST(Resume, RunTrainingCheckpointsOnScheduleAndContinuesTheMetrics) {
   const std::vector<StepMetrics> resumed = run_training(c, out, false);
   ASSERT_EQ(resumed.size(), 3u);
   EXPECT_EQ(resumed.front().step, 4);
-  std::vector<std::string> kept;
-  for (const auto& entry : std::filesystem::directory_iterator(c.checkpoint_dir))
-    kept.push_back(entry.path().filename().string());
-  std::sort(kept.begin(), kept.end());
-  EXPECT_EQ(kept, (std::vector<std::string>{"step-00000006", "step-00000007"}));
+  EXPECT_EQ(entries_of(c.checkpoint_dir),
+            (std::vector<std::string>{"step-00000006", "step-00000007"}));
   std::ifstream metrics(c.metrics_path);
   std::vector<int64_t> numbered;
   for (std::string line; std::getline(metrics, line);)

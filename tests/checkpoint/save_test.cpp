@@ -18,13 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> entries_of(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 std::vector<TestTensor> with_seed(float seed) {
   return {{"w", {9, 3}, {{"dp_shard", Shard(0)}}, seed}, {"b", {4}, {}, seed + 100.0f}};
 }
