@@ -152,15 +152,15 @@ CheckpointIndex index_from_json(const nlohmann::json& json, const std::string& p
   if (!json.is_object() || json.value("format", nlohmann::json()) != kFormat)
     fields.fail("", detail::concat("not a meshtrain checkpoint index (expected \"format\": \"",
                                    kFormat, "\")"));
-  if (const uint64_t version = fields.unsigned_field(json, "version", ""); version != kVersion)
+  if (const uint64_t version = fields.unsigned_field(json, "version"); version != kVersion)
     fields.fail("", detail::concat("version ", version, ", this build reads version ", kVersion));
   CheckpointIndex index;
-  index.step = static_cast<int64_t>(fields.unsigned_field(json, "step", ""));
-  index.world = static_cast<int>(fields.unsigned_field(json, "world", ""));
-  index.chunk_bytes = fields.unsigned_field(json, "chunk_bytes", "");
+  index.step = static_cast<int64_t>(fields.unsigned_field(json, "step"));
+  index.world = static_cast<int>(fields.unsigned_field(json, "world"));
+  index.chunk_bytes = fields.unsigned_field(json, "chunk_bytes");
   if (index.chunk_bytes == 0) fields.fail("", "'chunk_bytes' must be positive");
-  index.metadata = fields.field(json, "metadata", "");
-  for (const auto& [name, info] : fields.object_field(json, "files", "").items())
+  index.metadata = fields.field(json, "metadata");
+  for (const auto& [name, info] : fields.object_field(json, "files").items())
     index.files[name] = fields.unsigned_field(info, "bytes", "file '" + name + "': ");
   index.tensors = tensors_from_json(fields, fields.object_field(json, "tensors"));
   for (const auto& [name, tensor] : index.tensors) {
@@ -186,8 +186,8 @@ nlohmann::json shard_contents_to_json(const ShardContents& shard) {
 ShardContents shard_contents_from_json(const nlohmann::json& json) {
   const JsonFields fields("checkpoint shard report");
   ShardContents shard;
-  shard.file = fields.string_field(json, "file", "");
-  shard.bytes = fields.unsigned_field(json, "bytes", "");
+  shard.file = fields.string_field(json, "file");
+  shard.bytes = fields.unsigned_field(json, "bytes");
   shard.tensors = tensors_from_json(fields, fields.object_field(json, "tensors"));
   return shard;
 }

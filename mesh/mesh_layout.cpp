@@ -56,8 +56,7 @@ MeshLayout::MeshLayout(std::vector<MeshAxis> axes) : axes_(std::move(axes)) {
     previous = index;
     MT_CHECK_LE(int64_t{size_} * axis.size, int64_t{1} << 24, "mesh axis '", axis.name,
                 "' of size ", axis.size,
-                " makes the mesh larger than the 2^24 ranks meshtrain "
-                "supports");
+                " makes the mesh larger than the 2^24 ranks meshtrain supports");
     size_ *= axis.size;
   }
 }

@@ -14,7 +14,7 @@ int64_t shard_vocabulary(Parameter& table, const TpSetup& setup) {
            " rows, which leaves the last tp rank none; pad the vocabulary to a multiple of tp (as "
            "Megatron-LM's --make-vocab-size-divisible-by does) or use a smaller tp");
   shard_on_tp(table, Shard{0}, setup);
-  return shard_range(table.global_shape()[0], setup.tp.size(), setup.tp.rank()).offset;
+  return shard_range(vocab, tp, setup.tp.rank()).offset;
 }
 
 void Embedding::parallelize(TpStyle style, const TpSetup& setup) {
