@@ -11,6 +11,7 @@
 #include <iterator>
 #include <thread>
 
+#include "core/awake_wait.h"
 #include "core/error.h"
 #include "core/parse_integer.h"
 
@@ -62,7 +63,7 @@ void InMemoryStore::set(const std::string& key, const std::vector<uint8_t>& valu
 std::vector<uint8_t> InMemoryStore::get(const std::string& key,
                                         std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  if (!cv_.wait_for(lock, timeout, [&] { return values_.count(key) > 0; }))
+  if (!wait_awake(cv_, lock, timeout, [&] { return values_.count(key) > 0; }))
     throw_key_timeout(key, timeout, "the in-memory store");
   return values_.at(key);
 }

@@ -1,5 +1,6 @@
 #include "core/comm/work.h"
 
+#include "core/awake_wait.h"
 #include "core/error.h"
 #include "core/trace/recorder.h"
 
@@ -54,7 +55,7 @@ void AsyncWork::wait(std::chrono::milliseconds timeout) {
   trace::Recorder* recorder = blocks ? trace::current() : nullptr;
   const int64_t start = recorder ? trace::now_ns() : 0;
   const auto blocked_from = std::chrono::steady_clock::now();
-  const bool done = cv_.wait_for(lock, timeout, [&] { return done_; });
+  const bool done = wait_awake(cv_, lock, timeout, [&] { return done_; });
   if (blocks)
     add_wait_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - blocked_from).count());

@@ -94,6 +94,7 @@ JobResult run_job(const ScratchDir& dir, const std::string& command, const JobOp
   JobResult result;
   Clock::time_point timed_from = start;
   int status = 0;
+  bool continued = false;
   for (;;) {
     if (::waitpid(pid, &status, WNOHANG) == pid) break;
     if (options.signal && !result.signalled &&
@@ -101,6 +102,11 @@ JobResult run_job(const ScratchDir& dir, const std::string& command, const JobOp
       ::kill(pid, options.signal);
       result.signalled = true;
       timed_from = Clock::now();
+    }
+    if (result.signalled && options.continue_after.count() > 0 && !continued &&
+        Clock::now() - timed_from >= options.continue_after) {
+      ::kill(pid, SIGCONT);
+      continued = true;
     }
     if (Clock::now() - start > options.deadline) {
       result.hung = true;

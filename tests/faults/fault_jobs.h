@@ -17,6 +17,8 @@ struct JobOptions {
   // Sent to the job's first process (meshtrain, or mpirun) once its stdout shows `signal_after`.
   int signal = 0;
   std::string signal_after = "\ncheckpoint ";
+  // When set, SIGCONT follows the signal this long after it: a stopped job, continued.
+  std::chrono::milliseconds continue_after{0};
   // A job still running after this has hung: it is killed and the test fails on `hung`, instead
   // of ctest's timeout ending the whole binary without a word.
   std::chrono::seconds deadline{90};

@@ -54,6 +54,21 @@ TEST_F(FaultsLocal, DiskFullFailsSaveAndKeepsThePreviousFile) {
   EXPECT_FALSE(std::filesystem::exists(save_ + ".partial"));
 }
 
+// Ctrl-Z, then fg past --timeout: the whole process was stopped, every rank alike, so none was
+// late, and the run goes on to its end (it used to die with a false timeout).
+TEST_F(FaultsLocal, AStoppedAndContinuedRunGoesOn) {
+  JobOptions options = sending(SIGSTOP);
+  options.continue_after = std::chrono::seconds(kTimeout + 2);
+  const JobResult job = run_job(
+      dir_, train("--world 2 --steps 100 --checkpoint-dir " + quoted(ckpt_) + " --checkpoint-every 1"),
+      options);
+  ASSERT_TRUE(job.signalled) << "no checkpoint before the deadline\n" << job.out << job.err;
+  ASSERT_FALSE(job.hung) << job.err;
+  EXPECT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_GE(job.seconds, kTimeout + 2.0) << "ended before it was continued";
+  EXPECT_EQ(newest_complete_step(ckpt_), 100);
+}
+
 TEST_F(FaultsLocal, SigtermEndsTheRun) {
   expect_ended_by_signal(run_job(dir_, train("--world 2 " + long_run_flags()), sending(SIGTERM)));
 }

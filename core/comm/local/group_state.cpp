@@ -2,6 +2,7 @@
 
 #include "core/comm/local/peer_failure.h"
 #include "core/comm/local/world_state.h"
+#include "core/awake_wait.h"
 #include "core/error.h"
 
 namespace meshtrain::local {
@@ -62,19 +63,16 @@ void GroupState::wake_after_abort() {
 void GroupState::wait_locked(std::unique_lock<std::mutex>& lock, const WaitContext& ctx,
                              const std::function<bool()>& ready,
                              const std::function<std::string()>& missing) {
-  const auto deadline = Clock::now() + ctx.timeout;
-  for (;;) {
-    throw_if_failed_locked(ctx);
-    if (ready()) return;
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
-      throw_if_failed_locked(ctx);
-      if (ready()) return;
-      const std::string message = detail::concat("timed out after ", ctx.timeout.count(),
-                                                 " ms in ", where(ctx), ": ", missing());
-      fail_locked(message);
-      throw Timeout(message);
-    }
-  }
+  // A failure wakes the wait as readiness does; the timeout counts only time this process ran.
+  if (wait_awake(cv_, lock, ctx.timeout, [&] {
+        throw_if_failed_locked(ctx);
+        return ready();
+      }))
+    return;
+  const std::string message =
+      detail::concat("timed out after ", ctx.timeout.count(), " ms in ", where(ctx), ": ", missing());
+  fail_locked(message);
+  throw Timeout(message);
 }
 
 std::shared_ptr<Slot> GroupState::arrive(const WaitContext& ctx, const OpSignature& signature,

@@ -87,8 +87,6 @@ class GroupState {
   void wake_after_abort();
 
  private:
-  using Clock = std::chrono::steady_clock;
-
   void throw_if_failed_locked(const WaitContext& ctx) const;
   void fail_locked(const std::string& message);
   void release_locked(const std::string& message);
