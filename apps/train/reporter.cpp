@@ -1,5 +1,6 @@
 #include "apps/train/reporter.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ostream>
 
@@ -7,6 +8,7 @@
 
 #include "checkpoint/durable_files.h"
 #include "core/error.h"
+#include "core/ops/cpu/cpu_threads.h"
 
 namespace meshtrain {
 
@@ -35,6 +37,17 @@ std::string format_duration(double seconds) {
                   static_cast<long long>(s % 60));
   return text;
 }
+
+// --threads past this rank's share of the CPUs is allowed (a bigger machine's layout rehearsed on
+// a small one) but named, since the threads only take turns on the cores.
+std::string oversubscription_note(const TrainConfig& config) {
+  const int cpus = ops::cpu::available_cpus();
+  if (config.threads <= std::max(1, cpus / config.ranks_on_this_machine())) return "";
+  return detail::concat(" (--threads ", config.threads, " x ", config.ranks_on_this_machine(),
+                        " rank", config.ranks_on_this_machine() > 1 ? "s" : "",
+                        " is more than the ", cpus, " CPU", cpus > 1 ? "s" : "",
+                        " this process may use: the threads take turns, with the same results)");
+}
 }  // namespace
 
 TrainReporter::TrainReporter(const TrainConfig& config, std::ostream& out, bool interactive)
@@ -53,7 +66,8 @@ void TrainReporter::start(const std::string& mesh, const std::string& plan, int6
        << " parameters) on " << config_.world << " rank" << (config_.world > 1 ? "s" : "")
        << " of the " << backend_name(config_.backend) << " backend, "
        << config_.threads_per_rank() << " CPU thread" << (config_.threads_per_rank() > 1 ? "s" : "")
-       << " per rank" << (config_.device == DeviceKind::cuda ? ", state on CUDA GPUs" : "")
+       << " per rank" << oversubscription_note(config_)
+       << (config_.device == DeviceKind::cuda ? ", state on CUDA GPUs" : "")
        << "\n"
        << "          mesh " << mesh << ", plan " << plan;
   for (const auto& [plugin, options] : config_.strategies)

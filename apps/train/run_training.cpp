@@ -86,7 +86,8 @@ std::vector<StepMetrics> train_steps(const TrainConfig& config, Communicator& wo
 std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& world,
                                     MemoryTracker& memory, TrainReporter* reporter,
                                     const std::optional<InjectedFault>& fault) {
-  ops::cpu::set_cpu_threads(config.threads_per_rank());  // a per-thread count: this rank's
+  ops::cpu::set_cpu_threads(config.threads_per_rank());  // per-thread settings: this rank's
+  ops::cpu::set_cpu_part_timeout(comm_options(config).timeout);
   // Tracing (docs/tracing.md): a recorder bound to this rank's thread for the whole run; the
   // trace is written at the end, and also when the run fails.
   std::shared_ptr<trace::Recorder> recorder;

@@ -119,6 +119,7 @@ void TrainConfig::validate() const {
   MT_CHECK_GE(world, 1, "--world must be at least 1");
   MT_CHECK_GT(timeout_s, 0, "--timeout must be positive (seconds)");
   MT_CHECK_GE(threads, 0, "--threads must be positive (or 0: the CPUs split among the ranks)");
+  check_range(threads, ops::cpu::kMaxCpuThreads, "--threads");
   check_range(batch, int64_t{1} << 24, "--batch");
   check_range(steps, int64_t{1} << 40, "--steps");
   check_range(grad_accum, batch, "--grad-accum");

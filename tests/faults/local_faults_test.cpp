@@ -69,6 +69,23 @@ TEST_F(FaultsLocal, AStoppedAndContinuedRunGoesOn) {
   EXPECT_EQ(newest_complete_step(ckpt_), 100);
 }
 
+// Threads that cannot be created (here: a 2.5 GB address-space limit against 2000 ranks' 8 MiB
+// stacks) end the run with an error naming what could not start, once, after the ranks already
+// running have been aborted; it used to end in std::terminate (exit 134).
+TEST_F(FaultsLocal, RanksThatCannotStartEndTheRunWithAnError) {
+  const std::string tokens = dir_.file("tiny_tokens.bin");
+  write_token_file(tokens, tokens_from_text(sample_prose(200), 64));
+  const std::string command = cli() + " train --data " + quoted(tokens) +
+                              " --model tiny --world 2000 --batch 2000 --seq 8 --steps 1" +
+                              " --sample 0 --timeout " + std::to_string(kTimeout);
+  const JobResult job = run_job(dir_, "sh -c " + quoted("ulimit -v 2500000 && exec " + command));
+  ASSERT_FALSE(job.hung) << job.err;
+  EXPECT_EQ(job.exit_code, 1) << job.err;
+  const std::vector<std::string> errors = meshtrain_error_lines(job.err);
+  ASSERT_EQ(errors.size(), 1u) << job.err;
+  EXPECT_THAT(errors[0], HasSubstr("could not start"));
+}
+
 TEST_F(FaultsLocal, SigtermEndsTheRun) {
   expect_ended_by_signal(run_job(dir_, train("--world 2 " + long_run_flags()), sending(SIGTERM)));
 }

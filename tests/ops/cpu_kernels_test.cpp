@@ -4,7 +4,6 @@
 // with 1 and 2 CPU threads.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -605,33 +604,6 @@ TEST(CpuKernels, ResultsAreBitwiseTheSameFor1And2Threads) {
         return std::vector<Tensor>{q, m, v};
       },
       "adamw");
-}
-
-// A part that throws, on a worker or on the caller, reaches the caller as that exception once
-// every part is done; the threads then run the next job as usual.
-TEST(CpuThreads, APartsExceptionReachesTheCaller) {
-  for (const int throwing : {0, 1}) {
-    struct Context {
-      int throwing;
-      std::atomic<int> ran{0};
-    } context{throwing};
-    const auto job = [](void* c, int index) {
-      auto& ctx = *static_cast<Context*>(c);
-      ctx.ran.fetch_add(1);
-      if (index == ctx.throwing) throw InvalidArgument("part " + std::to_string(index));
-    };
-    try {
-      ops::cpu::run_on_threads(2, job, &context);
-      ADD_FAILURE() << "no exception from part " << throwing;
-    } catch (const InvalidArgument& e) {
-      EXPECT_EQ(std::string(e.what()).find("part " + std::to_string(throwing)), 0u) << e.what();
-    }
-    EXPECT_EQ(context.ran.load(), 2);
-  }
-  std::atomic<int> ran{0};
-  ops::cpu::run_on_threads(
-      2, [](void* c, int) { static_cast<std::atomic<int>*>(c)->fetch_add(1); }, &ran);
-  EXPECT_EQ(ran.load(), 2);
 }
 
 }  // namespace

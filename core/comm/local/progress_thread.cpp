@@ -1,9 +1,20 @@
 #include "core/comm/local/progress_thread.h"
 
+#include <system_error>
+
+#include "core/error.h"
+
 namespace meshtrain::local {
 
-ProgressThread::ProgressThread(MemoryTracker* tracker)
-    : thread_([this, tracker] { run(tracker); }) {}
+ProgressThread::ProgressThread(MemoryTracker* tracker) {
+  try {
+    thread_ = std::thread([this, tracker] { run(tracker); });
+  } catch (const std::system_error& e) {
+    throw CommError(detail::concat(
+        "could not start a communicator's progress thread (one per rank and mesh axis): ",
+        e.what(), "; fewer ranks, or a higher thread or memory limit (ulimit -u, -v), would fit"));
+  }
+}
 
 ProgressThread::~ProgressThread() {
   {

@@ -32,7 +32,7 @@ class ProgressThread {
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
-  std::thread thread_;  // last: starts once the members above exist
+  std::thread thread_;  // last: started once the members above exist
 };
 
 }  // namespace meshtrain::local

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -67,23 +68,36 @@ void spawn_ranks(int world_size, const std::function<void(RankContext&)>& fn,
   FailureLog failures;
   std::vector<std::thread> threads;
   threads.reserve(world_size);
+  const auto run_rank = [&](int rank) {
+    MemoryScope memory(&trackers[rank]);
+    ops::cpu::set_cpu_threads(rank_cpu_threads);
+    ops::cpu::set_cpu_part_timeout(options.timeout);
+    // Declared outside the try: the rank's failure is logged and the world aborted before its
+    // communicator goes away, so peers see the abort rather than a vanished communicator.
+    std::unique_ptr<Communicator> comm;
+    try {
+      comm = world.communicator(rank);
+      RankContext ctx{rank, world_size, *comm, trackers[rank]};
+      fn(ctx);
+    } catch (...) {
+      const std::exception_ptr error = std::current_exception();
+      failures.record(error);
+      world.abort(rank, reason_of(error));
+    }
+  };
   for (int rank = 0; rank < world_size; ++rank) {
-    threads.emplace_back([&, rank] {
-      MemoryScope memory(&trackers[rank]);
-      ops::cpu::set_cpu_threads(rank_cpu_threads);
-      // Declared outside the try: the rank's failure is logged and the world aborted before its
-      // communicator goes away, so peers see the abort rather than a vanished communicator.
-      std::unique_ptr<Communicator> comm;
-      try {
-        comm = world.communicator(rank);
-        RankContext ctx{rank, world_size, *comm, trackers[rank]};
-        fn(ctx);
-      } catch (...) {
-        const std::exception_ptr error = std::current_exception();
-        failures.record(error);
-        world.abort(rank, reason_of(error));
-      }
-    });
+    try {
+      threads.emplace_back(run_rank, rank);
+    } catch (const std::system_error& e) {
+      // The ranks already started would wait for this one until their timeout: abort the world
+      // so that they end now, then report the cause once they have.
+      const std::string reason =
+          detail::concat("could not start the thread of rank ", rank, " of ", world_size, ": ",
+                         e.what(), "; fewer ranks, or a higher thread or memory limit (ulimit -u, -v), would fit");
+      failures.record(std::make_exception_ptr(Error(reason)));
+      world.abort(rank, reason);
+      break;
+    }
   }
   for (std::thread& t : threads) t.join();
   failures.rethrow_first();

@@ -13,20 +13,29 @@
 #include <utility>
 #include <vector>
 
+#include "core/awake_wait.h"
 #include "core/error.h"
 
 namespace meshtrain::ops::cpu {
 
 namespace {
 thread_local int thread_count = 0;  // 0: not set on this thread
+thread_local std::chrono::milliseconds part_timeout = kDefaultPartTimeout;
 }  // namespace
 
 void set_cpu_threads(int threads) {
-  MT_CHECK_GE(threads, 1, "set_cpu_threads: need at least one thread");
+  MT_CHECK(threads >= 1 && threads <= kMaxCpuThreads, "CPU threads per rank must be 1 to ",
+           kMaxCpuThreads, ", got ", threads);
   thread_count = threads;
 }
 
-int cpu_threads() { return thread_count > 0 ? thread_count : available_cpus(); }
+int cpu_threads() { return thread_count > 0 ? thread_count : std::min(available_cpus(), kMaxCpuThreads); }
+
+void set_cpu_part_timeout(std::chrono::milliseconds timeout) {
+  MT_CHECK(timeout.count() > 0, "the CPU part timeout must be positive, got ", timeout.count(),
+           " ms");
+  part_timeout = timeout;
+}
 
 int available_cpus() {
   cpu_set_t set;
@@ -35,9 +44,9 @@ int available_cpus() {
 }
 
 namespace {
-// Pause instructions a worker spins for the next job before it sleeps (tens of microseconds):
-// enough for the kernels that follow one another, far from the milliseconds that would take the
-// core from the next kernel.
+// Pause instructions a thread spins before it sleeps (tens of microseconds): enough for the
+// kernels that follow one another, far from the milliseconds that would take the core from the
+// next kernel.
 constexpr int kSpinPauses = 1000;
 
 inline void pause() {
@@ -48,82 +57,115 @@ inline void pause() {
 
 thread_local bool in_job = false;
 
-// The workers of one calling thread.
+// A job's parts are claimed, not assigned: every thread of the team, the caller included, takes
+// the next unclaimed part until none is left. The claim word packs the job's generation with the
+// next part's index, so a claim succeeds only for the job the claimer read: a worker that wakes
+// late, after its job finished and the next was published, finds the generation changed and
+// claims nothing, rather than running a part of the new job under the old one's function (or the
+// same part twice). Since the caller claims too, a job never waits for a sleeping or descheduled
+// worker to start a part; it waits only for parts already running.
 class Team {
  public:
   ~Team() {
     {
       std::lock_guard lock(mutex_);
       stop_ = true;
-      generation_.fetch_add(1);
+      published_.fetch_add(1);
     }
     wake_.notify_all();
     for (std::thread& t : threads_) t.join();
   }
 
-  void run(int n, void (*job)(void*, int), void* context) {
-    while (static_cast<int>(threads_.size()) < n - 1) {
-      const int index = static_cast<int>(threads_.size()) + 1;
-      threads_.emplace_back([this, index] { work(index); });
-    }
+  // Throws Timeout when a part runs on a worker for longer than `timeout` of awake time; the team
+  // must then be abandoned, never destroyed (that would join the stuck worker).
+  void run(int n, void (*job)(void*, int), void* context, std::chrono::milliseconds timeout) {
+    grow(n - 1);
+    uint64_t generation;
     {
       std::lock_guard lock(mutex_);
+      generation = published_.load() + 1;
       job_ = job;
       context_ = context;
-      active_ = n;
-      remaining_.store(n - 1);
-      generation_.fetch_add(1);
+      parts_ = n;
+      unfinished_.store(n);
+      claim_.store(generation << kIndexBits);
+      published_.store(generation, std::memory_order_release);
     }
     wake_.notify_all();
     in_job = true;
-    run_part(job, context, 0);
+    run_parts(generation, n, job, context);
     in_job = false;
-    for (int i = 0; i < kSpinPauses && remaining_.load(std::memory_order_acquire) != 0; ++i)
+    for (int i = 0; i < kSpinPauses && unfinished_.load(std::memory_order_acquire) != 0; ++i)
       pause();
-    if (remaining_.load(std::memory_order_acquire) != 0) {
+    if (unfinished_.load(std::memory_order_acquire) != 0) {
       std::unique_lock lock(mutex_);
-      done_.wait(lock, [&] { return remaining_.load() == 0; });
+      if (!wait_awake(done_, lock, timeout, [&] { return unfinished_.load() == 0; }))
+        throw Timeout(detail::concat(
+            "a CPU kernel part has run for over ", timeout.count(), " ms on a worker thread (",
+            unfinished_.load(), " of ", n, " parts unfinished): the thread team is stuck"));
     }
-    // Every part has finished (and published error_ before counting itself done).
+    // Every part has finished, and published error_ before counting itself finished.
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
  private:
-  void work(int index) {
+  // Part indices take the low bits of the claim word, the generation the rest (2^48 jobs).
+  static constexpr int kIndexBits = 16;
+  static_assert(kMaxCpuThreads < (1 << kIndexBits));
+
+  // Starts workers until the team has `workers`. A thread that cannot be created is an error here,
+  // before the job is published.
+  void grow(int workers) {
+    while (static_cast<int>(threads_.size()) < workers) {
+      try {
+        threads_.emplace_back([this] { work(); });
+      } catch (const std::system_error& e) {
+        throw Error(detail::concat("could not start CPU worker thread ", threads_.size() + 1,
+                                   " of ", workers, ": ", e.what()));
+      }
+    }
+  }
+
+  void work() {
     in_job = true;
     uint64_t seen = 0;
     for (;;) {
-      uint64_t generation = generation_.load(std::memory_order_acquire);
-      for (int i = 0; i < kSpinPauses && generation == seen; ++i) {
+      for (int i = 0; i < kSpinPauses && published_.load(std::memory_order_acquire) == seen; ++i)
         pause();
-        generation = generation_.load(std::memory_order_acquire);
-      }
-      if (generation == seen) {
-        std::unique_lock lock(mutex_);
-        wake_.wait(lock, [&] { return generation_.load() != seen; });
-        generation = generation_.load();
-      }
-      seen = generation;
       void (*job)(void*, int);
       void* context;
-      int active;
+      int parts;
       {
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return published_.load() != seen; });
         if (stop_) return;
+        // The job, read with the generation it was published under.
+        seen = published_.load();
         job = job_;
         context = context_;
-        active = active_;
+        parts = parts_;
       }
-      if (index >= active) continue;
-      run_part(job, context, index);
-      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      run_parts(seen, parts, job, context);
+    }
+  }
+
+  // Claims and runs parts of job `generation` until none is left unclaimed.
+  void run_parts(uint64_t generation, int parts, void (*job)(void*, int), void* context) {
+    for (;;) {
+      uint64_t word = claim_.load(std::memory_order_relaxed);
+      do {
+        if (word >> kIndexBits != generation) return;
+        if (static_cast<int>(word & ((1u << kIndexBits) - 1)) >= parts) return;
+      } while (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel));
+      run_part(job, context, static_cast<int>(word & ((1u << kIndexBits) - 1)));
+      if (unfinished_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard lock(mutex_);
         done_.notify_one();
       }
     }
   }
 
-  // Runs one part; its exception, the first of the run, is kept for the caller.
+  // Runs one part; its exception, the first of the job, is kept for the caller.
   void run_part(void (*job)(void*, int), void* context, int index) {
     try {
       job(context, index);
@@ -137,11 +179,13 @@ class Team {
   std::mutex mutex_, error_mutex_;
   std::exception_ptr error_;
   std::condition_variable wake_, done_;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> remaining_{0};
+  std::atomic<uint64_t> published_{0};  // the newest job's generation
+  std::atomic<uint64_t> claim_{0};      // generation << kIndexBits | next unclaimed part
+  std::atomic<int> unfinished_{0};      // parts of the newest job not yet finished
+  // The newest job, written and read under mutex_ with its generation.
   void (*job_)(void*, int) = nullptr;
   void* context_ = nullptr;
-  int active_ = 0;
+  int parts_ = 0;
   bool stop_ = false;
 };
 }  // namespace
@@ -151,9 +195,18 @@ void run_on_threads(int n, void (*job)(void* context, int index), void* context)
     for (int i = 0; i < n; ++i) job(context, i);
     return;
   }
+  MT_CHECK(n <= kMaxCpuThreads, "run_on_threads: at most ", kMaxCpuThreads, " parts, got ", n);
   thread_local std::unique_ptr<Team> team;
   if (!team) team = std::make_unique<Team>();
-  team->run(n, job, context);
+  try {
+    team->run(n, job, context, part_timeout);
+  } catch (const Timeout&) {
+    // A stuck worker still runs its part: joining it would hang this thread, so the team is let
+    // go (its threads stay, parked or stuck) and the next job starts a new one. The error ends
+    // the run.
+    team.release();
+    throw;
+  }
 }
 
 }  // namespace meshtrain::ops::cpu
