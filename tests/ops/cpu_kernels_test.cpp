@@ -1,7 +1,7 @@
 // The vectorised, threaded CPU kernels against straightforward double-precision loops, at sizes
 // that leave every kind of vector tail (0, 1, 7, 16, 33, 1000 elements per row or tensor); their
 // bf16 variants against the f32 kernel run on the bf16-rounded inputs; and bitwise the same results
-// with 1 and 2 CPU threads.
+// with 1, 2 and 3 CPU threads.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -67,12 +67,12 @@ void expect_bf16_rounding_of(const Tensor& bf16, const Tensor& f32, const std::s
     ASSERT_NEAR(got[i], want[i], std::abs(want[i]) * 0x1p-8 * 1.01 + abs) << what << " at " << i;
 }
 
-// Every tensor's bytes after `run` with 1 thread, then with 2: they must be the same. `run`
+// Every tensor's bytes after `run` with 1 thread, then with 2 and 3: they must be the same. `run`
 // overwrites or resets the tensors it checks.
-void expect_same_for_1_and_2_threads(const std::function<std::vector<Tensor>()>& run,
-                                     const std::string& what) {
+void expect_same_for_any_thread_count(const std::function<std::vector<Tensor>()>& run,
+                                      const std::string& what) {
   std::vector<std::vector<char>> first;
-  for (const int threads : {1, 2}) {
+  for (const int threads : {1, 2, 3}) {
     CpuThreads scope(threads);
     const std::vector<Tensor> outputs = run();
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -81,7 +81,8 @@ void expect_same_for_1_and_2_threads(const std::function<std::vector<Tensor>()>&
       if (threads == 1) {
         first.push_back(std::move(copy));
       } else {
-        EXPECT_TRUE(copy == first[i]) << what << ": output " << i << " differs with 2 threads";
+        EXPECT_TRUE(copy == first[i])
+            << what << ": output " << i << " differs with " << threads << " threads";
       }
     }
   }
@@ -516,13 +517,13 @@ TEST(CpuKernels, Bf16KernelsMatchF32OnRoundedInputs) {
 // ---------------------------------------------------------------------------------------------
 // Thread counts: sizes large enough that every kernel splits its work.
 
-TEST(CpuKernels, ResultsAreBitwiseTheSameFor1And2Threads) {
+TEST(CpuKernels, ResultsAreBitwiseTheSameForAnyThreadCount) {
   for (const DType dtype : {DType::f32, DType::bf16}) {
     SCOPED_TRACE(dtype_name(dtype));
     const auto as = [&](const Tensor& t) { return dtype == DType::f32 ? t.clone() : to_bf16(t); };
     constexpr int64_t kN = 100003, kRows = 777, kC = 129, kV = 1001;
     const Tensor a = as(random_tensor({kN}, 1, -4.0f, 4.0f)), b = as(random_tensor({kN}, 2));
-    expect_same_for_1_and_2_threads(
+    expect_same_for_any_thread_count(
         [&] {
           const Tensor sum = Tensor::empty({kN}, dtype), y = b.clone(), x = a.clone();
           const Tensor g = Tensor::empty({kN}, dtype), dg = Tensor::empty({kN}, dtype);
@@ -544,7 +545,7 @@ TEST(CpuKernels, ResultsAreBitwiseTheSameFor1And2Threads) {
     const Tensor in = as(random_tensor({kRows, kC}, 3, -2.0f, 2.0f)),
                  w = as(random_tensor({kC}, 4)), bias = as(random_tensor({kC}, 5)),
                  dy = as(random_tensor({kRows, kC}, 6));
-    expect_same_for_1_and_2_threads(
+    expect_same_for_any_thread_count(
         [&] {
           const Tensor out = Tensor::empty(in.shape(), dtype),
                        d_in = Tensor::empty(in.shape(), dtype);
@@ -559,7 +560,7 @@ TEST(CpuKernels, ResultsAreBitwiseTheSameFor1And2Threads) {
     std::vector<int32_t> ids(kRows / 7);
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 37) % (kV + 10));
     const Tensor targets = Tensor::from_vector(ids, {static_cast<int64_t>(ids.size())});
-    expect_same_for_1_and_2_threads(
+    expect_same_for_any_thread_count(
         [&] {
           const int64_t n = logits.dim(0);
           const Tensor max = Tensor::empty({n}), sum = Tensor::empty({n}),
@@ -573,7 +574,7 @@ TEST(CpuKernels, ResultsAreBitwiseTheSameFor1And2Threads) {
         "cross_entropy");
     const Tensor qkv = as(random_tensor({3, 33, 3 * 24}, 8, -2.0f, 2.0f));
     const Tensor d_out = as(random_tensor({3, 33, 24}, 9));
-    expect_same_for_1_and_2_threads(
+    expect_same_for_any_thread_count(
         [&] {
           const Tensor out = Tensor::empty({3, 33, 24}, dtype);
           const Tensor d_qkv = Tensor::empty(qkv.shape(), dtype);
@@ -586,7 +587,7 @@ TEST(CpuKernels, ResultsAreBitwiseTheSameFor1And2Threads) {
     for (int64_t i = 0; i < kRows; ++i) tokens[i] = static_cast<int32_t>((i * i) % 1300);
     const Tensor token_ids = Tensor::from_vector(tokens, {kRows});
     const Tensor table = as(random_tensor({1000, kC}, 10));  // rows split across threads
-    expect_same_for_1_and_2_threads(
+    expect_same_for_any_thread_count(
         [&] {
           const Tensor out = Tensor::empty({kRows, kC}, dtype), d_table = table.clone();
           ops::embedding_forward(out, token_ids, table, 20);
@@ -594,9 +595,22 @@ TEST(CpuKernels, ResultsAreBitwiseTheSameFor1And2Threads) {
           return std::vector<Tensor>{out, d_table};
         },
         "embedding");
+    // GEMMs of 777 rows: OpenBLAS's and oneDNN's sums depend on the size of each call, so the
+    // blocks must not follow the thread count (gemm_blocks.h).
+    const Tensor weight = as(random_tensor({kC, 300}, 13)), b300 = as(random_tensor({300}, 14));
+    const Tensor dy300 = as(random_tensor({kRows, 300}, 15));
+    expect_same_for_any_thread_count(
+        [&] {
+          const Tensor out = Tensor::empty({kRows, 300}, dtype), d_in = Tensor::empty(in.shape(), dtype);
+          const Tensor d_w = Tensor::zeros(weight.shape(), dtype), d_b = Tensor::zeros({300}, dtype);
+          ops::linear_forward(out, in, weight, b300);
+          ops::linear_backward(d_in, d_w, d_b, dy300, in, weight);
+          return std::vector<Tensor>{out, d_in, d_w, d_b};
+        },
+        "linear");
   }
   const Tensor p = random_tensor({100003}, 11), g = random_tensor({100003}, 12);
-  expect_same_for_1_and_2_threads(
+  expect_same_for_any_thread_count(
       [&] {
         const Tensor q = p.clone(), m = Tensor::zeros({100003}), v = Tensor::zeros({100003});
         ops::adamw_step(q, g, m, v, ops::AdamWHyper{}, 1);
