@@ -10,6 +10,7 @@
 #include "core/comm/work.h"
 #include "core/device_memory.h"
 #include "core/error.h"
+#include "core/ops/ops.h"
 #include "core/trace/recorder.h"
 #include "mesh/axis_names.h"
 #include "models/checkpoint.h"
@@ -164,6 +165,11 @@ StepMetrics Trainer::step() {
   const float lr = config_.lr.at(step_);
   optimizer_.step(slots, lr);
   state.zero_grad();
+  // An update can overflow where the loss and gradients were finite (a huge --lr): caught here,
+  // before this step is checkpointed or saved, not at the next step's loss.
+  std::vector<Tensor> updated;
+  for (const OptimizerSlot& slot : slots) updated.push_back(slot.param);
+  const double params_sum_squares = ops::sum_squares(updated);
   // A GPU step ends when its queued kernels have run.
   device_synchronize(model_->device(), std::chrono::seconds(config_.timeout_s));
   update_span.reset();
@@ -188,7 +194,14 @@ StepMetrics Trainer::step() {
                                       mem[MemoryCategory::comm].peak};
   const std::vector<uint64_t> counts = all_gather_values(world_, mine);
   const std::vector<double> reals =
-      all_gather_values(world_, std::vector<double>{seconds, exposed});
+      all_gather_values(world_, std::vector<double>{seconds, exposed, params_sum_squares});
+  constexpr size_t kReals = 3;
+  for (size_t r = 0; r < reals.size() / kReals; ++r)
+    if (!std::isfinite(reals[kReals * r + 2]))
+      throw Error(detail::concat(
+          "step ", step_ + 1, ": the optimizer step made parameters non-finite (rank ", r,
+          ") though the loss (", loss, ") and the gradient norm (", grad_norm,
+          ") were finite; stopping before this step is checkpointed or saved (try a lower --lr)"));
 
   StepMetrics m;
   m.step = step_;
@@ -198,8 +211,8 @@ StepMetrics Trainer::step() {
   const size_t n = static_cast<size_t>(world_.size()), k = mine.size();
   for (size_t r = 0; r < n; ++r) {
     const uint64_t* c = &counts[r * k];
-    m.step_time_s = std::max(m.step_time_s, reals[2 * r]);
-    m.exposed_comm_s = std::max(m.exposed_comm_s, reals[2 * r + 1]);
+    m.step_time_s = std::max(m.step_time_s, reals[kReals * r]);
+    m.exposed_comm_s = std::max(m.exposed_comm_s, reals[kReals * r + 1]);
     m.comm_bytes = std::max(m.comm_bytes, c[0]);
     m.peak_mem_per_rank.push_back(c[1]);
     m.sharded_state_bytes = std::max(m.sharded_state_bytes, c[2]);

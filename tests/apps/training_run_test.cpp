@@ -155,5 +155,22 @@ TEST(TrainingRun, NonFiniteLossStopsTheRunBeforeAnythingIsWritten) {
   EXPECT_FALSE(std::filesystem::exists(c.save_path));
 }
 
+// An update that overflows the parameters while the loss and gradients are finite (at lr 3.4e38
+// AdamW's first step moves each weight by about lr, and weight decay pushes it past the float
+// range) stops that step, before it is checkpointed: the newest checkpoint stays finite.
+TEST(TrainingRun, NonFiniteParametersStopTheStepBeforeItsCheckpoint) {
+  ScratchDir dir;
+  TrainConfig c = tiny_config(dir, 2);
+  c.lr.lr = 3.4e38f;
+  c.weight_decay = 0.1f;
+  c.checkpoint_dir = dir.file("ckpt");
+  c.checkpoint_every = 1;
+  std::ostringstream out;
+  const std::string message = testing::error_message<Error>([&] { run_training(c, out, false); });
+  EXPECT_THAT(message, HasSubstr("step 1: the optimizer step made parameters non-finite"));
+  EXPECT_THAT(message, HasSubstr("stopping before this step is checkpointed or saved"));
+  EXPECT_FALSE(std::filesystem::exists(c.checkpoint_dir + "/step-00000001"));
+}
+
 }  // namespace
 }  // namespace meshtrain
