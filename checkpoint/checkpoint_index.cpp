@@ -1,11 +1,13 @@
 #include "checkpoint/checkpoint_index.h"
 
 #include <algorithm>
+#include <climits>
 #include <numeric>
 
 #include "checkpoint/json_fields.h"
 #include "core/error.h"
 #include "mesh/box_runs.h"
+#include "models/safetensors.h"
 
 namespace meshtrain {
 
@@ -18,19 +20,11 @@ constexpr int64_t kVersion = 1;
 std::optional<std::string> tiling_problem(const IndexedTensor& tensor) {
   const auto& slices = tensor.slices;
   const size_t rank = tensor.shape.size();
-  int64_t volume = 0;
-  for (size_t i = 0; i < slices.size(); ++i) {
-    const TensorSlice& box = slices[i].box;
-    bool inside = box.offset.size() == rank && box.shape.size() == rank;
-    for (size_t d = 0; inside && d < rank; ++d)
-      inside = box.offset[d] >= 0 && box.shape[d] >= 0 &&
-               box.offset[d] + box.shape[d] <= tensor.shape[d];
-    if (!inside)
-      return detail::concat("slice '", slices[i].key, "' at offset ", shape_string(box.offset),
-                            " of shape ", shape_string(box.shape), " leaves the tensor's ",
+  for (const StoredSlice& s : slices)
+    if (!box_inside(s.box, tensor.shape))
+      return detail::concat("slice '", s.key, "' at offset ", shape_string(s.box.offset),
+                            " of shape ", shape_string(s.box.shape), " leaves the tensor's ",
                             shape_string(tensor.shape));
-    volume += shape_numel(box.shape);
-  }
   // Overlaps: sweep in order of the first offset, comparing only boxes whose first dims meet.
   if (rank > 0) {
     std::vector<size_t> order(slices.size());
@@ -50,6 +44,10 @@ std::optional<std::string> tiling_problem(const IndexedTensor& tensor) {
       }
     }
   }
+  // Inside the tensor and disjoint (a scalar's slices hold one element each), the volumes add up
+  // without overflow.
+  int64_t volume = 0;
+  for (const StoredSlice& s : slices) volume += shape_numel(s.box.shape);
   if (volume != shape_numel(tensor.shape))
     return detail::concat("its slices hold ", volume, " elements, its shape ",
                           shape_string(tensor.shape), " has ", shape_numel(tensor.shape));
@@ -71,12 +69,36 @@ nlohmann::json tensors_to_json(const IndexedTensors& tensors) {
   return out;
 }
 
+// Whether a shape read from a file stays within the limit of the safetensors tensors its slices
+// are stored as, so that element and byte counts computed from it cannot overflow.
+bool within_element_limit(const Shape& shape) {
+  const auto max = static_cast<int64_t>(kMaxFileTensorElements);
+  int64_t elements = 1;
+  for (const int64_t d : shape)
+    if (d > max || __builtin_mul_overflow(elements, d, &elements) || elements > max) return false;
+  return true;
+}
+
+// What the index says of one slice of tensor `name`, checked against the rest of the index.
+void check_slice(const JsonFields& fields, const CheckpointIndex& index, const std::string& name,
+                 size_t i, const StoredSlice& s) {
+  const std::string where = detail::concat("tensor '", name, "': slice ", i, ": ");
+  if (!index.files.contains(s.file))
+    fields.fail(where, "'file' is '" + s.file + "', which 'files' lacks");
+  if (const uint64_t chunks = chunk_count(s.box, index.chunk_bytes); s.crc32.size() != chunks)
+    fields.fail(where, detail::concat("'crc32' lists ", s.crc32.size(), " CRCs, expected one per ",
+                                      index.chunk_bytes, " bytes of its data: ", chunks));
+}
+
 IndexedTensors tensors_from_json(const JsonFields& fields, const nlohmann::json& json) {
   IndexedTensors out;
   for (const auto& [name, info] : json.items()) {
     const std::string where = "tensor '" + name + "': ";
     IndexedTensor tensor;
     tensor.shape = fields.shape_field(info, "shape", where);
+    if (!within_element_limit(tensor.shape))
+      fields.fail(where, "shape " + shape_string(tensor.shape) +
+                             " holds more than 2^48 elements, or a dim past 2^48");
     if (const std::string dtype = fields.string_field(info, "dtype", where); dtype != "F32")
       fields.fail(where, "dtype must be F32, got '" + dtype + "'");
     const nlohmann::json& slices = fields.field(info, "slices", where);
@@ -107,6 +129,15 @@ IndexedTensors tensors_from_json(const JsonFields& fields, const nlohmann::json&
 uint64_t chunk_count(const TensorSlice& box, uint64_t chunk_bytes) {
   const uint64_t bytes = static_cast<uint64_t>(shape_numel(box.shape)) * kCheckpointElementBytes;
   return (bytes + chunk_bytes - 1) / chunk_bytes;
+}
+
+bool box_inside(const TensorSlice& box, const Shape& shape) {
+  if (box.offset.size() != shape.size() || box.shape.size() != shape.size()) return false;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (box.offset[d] < 0 || box.shape[d] < 0 || box.offset[d] > shape[d] ||
+        box.shape[d] > shape[d] - box.offset[d])
+      return false;
+  return true;
 }
 
 CheckpointIndex build_index(int64_t step, uint64_t chunk_bytes, const nlohmann::json& metadata,
@@ -155,25 +186,24 @@ CheckpointIndex index_from_json(const nlohmann::json& json, const std::string& p
   if (const uint64_t version = fields.unsigned_field(json, "version"); version != kVersion)
     fields.fail("", detail::concat("version ", version, ", this build reads version ", kVersion));
   CheckpointIndex index;
-  index.step = static_cast<int64_t>(fields.unsigned_field(json, "step"));
-  index.world = static_cast<int>(fields.unsigned_field(json, "world"));
-  index.chunk_bytes = fields.unsigned_field(json, "chunk_bytes");
+  index.step = static_cast<int64_t>(fields.bounded_field(json, "step", INT64_MAX));
+  const uint64_t world = fields.bounded_field(json, "world", INT_MAX);
+  index.chunk_bytes = fields.bounded_field(json, "chunk_bytes", kMaxCheckpointChunkBytes);
   if (index.chunk_bytes == 0) fields.fail("", "'chunk_bytes' must be positive");
   index.metadata = fields.field(json, "metadata");
   for (const auto& [name, info] : fields.object_field(json, "files").items())
     index.files[name] = fields.unsigned_field(info, "bytes", "file '" + name + "': ");
+  if (world != index.files.size())
+    fields.fail("", detail::concat("'world' is ", world, " but 'files' lists ", index.files.size(),
+                                   " shards (one per rank)"));
+  index.world = static_cast<int>(world);
   index.tensors = tensors_from_json(fields, fields.object_field(json, "tensors"));
   for (const auto& [name, tensor] : index.tensors) {
-    const std::string where = "tensor '" + name + "': ";
-    for (const StoredSlice& s : tensor.slices) {
-      if (!index.files.contains(s.file))
-        fields.fail(where, "slice '" + s.key + "' is in '" + s.file + "', which 'files' lacks");
-      if (s.crc32.size() != chunk_count(s.box, index.chunk_bytes))
-        fields.fail(where, detail::concat("slice '", s.key, "' has ", s.crc32.size(), " CRCs for ",
-                                          chunk_count(s.box, index.chunk_bytes), " chunks"));
-    }
+    // The boxes first: the other checks compute with them.
     if (const auto problem = tiling_problem(tensor))
-      fields.fail(where, "its slices do not tile it: " + *problem);
+      fields.fail("tensor '" + name + "': ", "its slices do not tile it: " + *problem);
+    for (size_t i = 0; i < tensor.slices.size(); ++i)
+      check_slice(fields, index, name, i, tensor.slices[i]);
   }
   return index;
 }

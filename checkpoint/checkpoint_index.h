@@ -18,6 +18,9 @@
 namespace meshtrain {
 
 inline constexpr uint64_t kCheckpointElementBytes = 4;  // every slice is stored as F32
+// The largest chunk_bytes an index may give (CheckpointSaveOptions' limit): bounds a reader's
+// window and keeps chunk arithmetic far from overflow.
+inline constexpr uint64_t kMaxCheckpointChunkBytes = uint64_t{1} << 30;
 
 struct StoredSlice {
   std::string file;             // shard file name inside the checkpoint directory
@@ -53,6 +56,10 @@ struct CheckpointIndex {
 // Chunks of `chunk_bytes` covering a slice's data.
 uint64_t chunk_count(const TensorSlice& box, uint64_t chunk_bytes);
 
+// Whether `box` lies inside a tensor of `shape` (of the same rank), checked without overflow
+// whatever its numbers.
+bool box_inside(const TensorSlice& box, const Shape& shape);
+
 // Merges every rank's shard into the index. InvalidArgument naming the tensor when ranks disagree
 // on its global shape or when its slices do not tile it exactly (a replicated tensor written by
 // more than one rank overlaps itself).
@@ -61,8 +68,10 @@ CheckpointIndex build_index(int64_t step, uint64_t chunk_bytes, const nlohmann::
 
 nlohmann::json index_to_json(const CheckpointIndex& index);
 // Parses and validates an index read from `path` (named in errors): IoError for a wrong format or
-// version, a missing or mistyped field, a slice in an unlisted file, a CRC list of the wrong
-// length, or slices that do not tile their tensor.
+// version, a missing or mistyped field, a number out of range (a shape past
+// kMaxFileTensorElements, chunk_bytes past kMaxCheckpointChunkBytes, a world other than the
+// number of files), a slice in an unlisted file, a CRC list of the wrong length, or
+// slices that do not tile their tensor.
 CheckpointIndex index_from_json(const nlohmann::json& json, const std::string& path);
 
 // The form in which a rank sends its shard's contents to rank 0, and back.

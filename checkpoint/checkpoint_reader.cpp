@@ -102,12 +102,8 @@ void CheckpointReader::read_box(std::string_view name, const TensorSlice& box, c
   MT_CHECK(out.device().is_cpu() && out.dtype() == DType::f32 && out.shape() == box.shape,
            "checkpoint read of '", name, "': out must be host f32", shape_string(box.shape),
            ", got ", out.describe());
-  bool inside = box.offset.size() == stored.shape.size() && box.shape.size() == stored.shape.size();
-  for (size_t d = 0; inside && d < box.shape.size(); ++d)
-    inside =
-        box.offset[d] >= 0 && box.shape[d] >= 0 && box.offset[d] + box.shape[d] <= stored.shape[d];
-  MT_CHECK(inside, "checkpoint read of '", name, "': box at ", shape_string(box.offset),
-           " of shape ", shape_string(box.shape), " leaves the tensor's ",
+  MT_CHECK(box_inside(box, stored.shape), "checkpoint read of '", name, "': box at ",
+           shape_string(box.offset), " of shape ", shape_string(box.shape), " leaves the tensor's ",
            shape_string(stored.shape));
   for (const StoredSlice& slice : stored.slices) {
     const TensorSlice part = intersect(box, slice.box);

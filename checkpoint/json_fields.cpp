@@ -1,5 +1,7 @@
 #include "checkpoint/json_fields.h"
 
+#include <cstdint>
+
 #include "core/error.h"
 
 namespace meshtrain {
@@ -18,9 +20,16 @@ const nlohmann::json& JsonFields::field(const nlohmann::json& object, const char
 
 uint64_t JsonFields::unsigned_field(const nlohmann::json& object, const char* key,
                                     const std::string& where) const {
+  return bounded_field(object, key, UINT64_MAX, where);
+}
+
+uint64_t JsonFields::bounded_field(const nlohmann::json& object, const char* key, uint64_t max,
+                                   const std::string& where) const {
   const nlohmann::json& value = field(object, key, where);
-  if (!value.is_number_unsigned())
-    fail(where, detail::concat("'", key, "' must be a non-negative integer, got ", value.dump()));
+  if (!value.is_number_unsigned() || value.get<uint64_t>() > max)
+    fail(where, detail::concat("'", key, "' must be a non-negative integer",
+                               max == UINT64_MAX ? "" : detail::concat(" of at most ", max),
+                               ", got ", value.dump()));
   return value.get<uint64_t>();
 }
 
@@ -38,11 +47,11 @@ Shape JsonFields::shape_field(const nlohmann::json& object, const char* key,
   Shape shape;
   if (value.is_array())
     for (const auto& d : value) {
-      if (!d.is_number_unsigned()) break;
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > INT64_MAX) break;
       shape.push_back(d.get<int64_t>());
     }
   if (!value.is_array() || shape.size() != value.size())
-    fail(where, detail::concat("'", key, "' must be an array of non-negative integers, got ",
+    fail(where, detail::concat("'", key, "' must be an array of integers in [0, 2^63), got ",
                                value.dump()));
   return shape;
 }

@@ -1,6 +1,6 @@
 // Typed reads of the fields of JSON a file or a peer gave us (a checkpoint's index, a shard report,
 // a checkpoint's metadata), with errors that say where: "checkpoint index 'p': tensor 'x':
-// slice 2: 'offset' must be an array of non-negative integers, got ...". IoError: such JSON is
+// slice 2: 'offset' must be an array of integers in [0, 2^63), got ...". IoError: such JSON is
 // data read back, and a wrong field means the data is not what it should be.
 #pragma once
 
@@ -25,8 +25,13 @@ class JsonFields {
                               const std::string& where = "") const;
   uint64_t unsigned_field(const nlohmann::json& object, const char* key,
                           const std::string& where = "") const;
+  // An unsigned integer of at most `max`: how a count is range-checked before it is converted or
+  // used in arithmetic.
+  uint64_t bounded_field(const nlohmann::json& object, const char* key, uint64_t max,
+                         const std::string& where = "") const;
   std::string string_field(const nlohmann::json& object, const char* key,
                            const std::string& where = "") const;
+  // Dims in [0, 2^63), so that they fit Shape's int64_t.
   Shape shape_field(const nlohmann::json& object, const char* key,
                     const std::string& where = "") const;
   const nlohmann::json& object_field(const nlohmann::json& object, const char* key,

@@ -21,6 +21,10 @@
 
 namespace meshtrain {
 
+// The most elements, and the largest dim, of a tensor read from a file: 2^48 (1 PiB of F32), far
+// past any model and low enough that byte counts computed from them cannot overflow.
+inline constexpr uint64_t kMaxFileTensorElements = uint64_t{1} << 48;
+
 struct SafetensorsEntry {
   std::string name;
   std::string dtype;  // as in the file: "F32", "BF16", "F16", "I64", ...

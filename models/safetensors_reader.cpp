@@ -43,9 +43,11 @@ SafetensorsEntry parse_entry(const std::string& path, const std::string& name,
   for (const auto& d : shape) {
     if (!d.is_number_unsigned())
       throw bad("shape must hold non-negative integers, got " + shape.dump());
+    // The dim too: beside a 0 it would not raise the count, and past 2^63 it is no int64_t.
+    if (d.get<uint64_t>() > kMaxFileTensorElements ||
+        __builtin_mul_overflow(numel, d.get<uint64_t>(), &numel) || numel > kMaxFileTensorElements)
+      throw bad("shape " + shape.dump() + " holds more than 2^48 elements, or a dim past 2^48");
     e.shape.push_back(d.get<int64_t>());
-    if (__builtin_mul_overflow(numel, d.get<uint64_t>(), &numel) || numel > (uint64_t{1} << 48))
-      throw bad("shape " + shape.dump() + " holds more than 2^48 elements");
   }
   const auto& offsets = info["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||

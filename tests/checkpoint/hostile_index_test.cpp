@@ -1,0 +1,138 @@
+// Crafted checkpoint files (docs/failures.md, "Hostile checkpoint files"): every number read from
+// the index is range-checked before arithmetic, every name stays inside the checkpoint folder and
+// every size is capped, so a hostile file ends in an error that names the file, the field and what
+// was expected; never a crash, and never a read outside the checkpoint.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "checkpoint/checkpoint_reader.h"
+#include "checkpoint/convert.h"
+#include "checkpoint/durable_files.h"
+#include "core/error.h"
+#include "models/safetensors.h"
+#include "tests/checkpoint/checkpoint_test_support.h"
+#include "tests/support/error_message.h"
+#include "tests/support/scratch_dir.h"
+
+namespace meshtrain::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kTwoTo63 = uint64_t{1} << 63;
+
+class HostileIndex : public ::testing::Test {
+ protected:
+  ScratchDir dir;
+  // w: rows 0..3 in rank 0's shard, rows 4..7 in rank 1's; chunks of 32 bytes (two rows).
+  std::vector<TestTensor> tensors = {{"w", {8, 4}, {{"dp_shard", Shard(0)}}, 1.0f}};
+  std::string path = save_on("dp_shard=2", dir.file("ckpt"), 4, tensors, chunks_of(32));
+  std::string index = path + "/index.json";
+
+  void edit_index(const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json json = nlohmann::json::parse(read_small_file(index));
+    edit(json);
+    write_file_synced(index, json.dump());
+  }
+  // Opens the checkpoint and reads the whole tensor, as --resume, --init DIR and convert do.
+  void load() {
+    CheckpointReader reader(path);
+    reader.read("w", {8, 4}, Tensor::empty({8, 4}), {{{{0, 0}, {8, 4}}, {0, 0}}});
+  }
+};
+
+// Before: offset + extent wrapped below the shape, the slice passed as inside the tensor and the
+// reader copied its rows 2^63 elements past the output (heap corruption).
+TEST_F(HostileIndex, SliceOffsetThatWrapsPastTheShape) {
+  edit_index([](nlohmann::json& j) {
+    auto& slice = j["tensors"]["w"]["slices"][1];
+    slice["offset"] = {kTwoTo63 - 4, 0};  // its key still names the shard's slice
+  });
+  expect_error<IoError>([&] { load(); }, "index.json", "tensor 'w'",
+                        "slice 'w@4,0' at offset [9223372036854775804, 0]",
+                        "leaves the tensor's [8, 4]");
+}
+
+// Before: the chunk count wrapped to 0, so empty CRC lists passed, and the reader copied from past
+// its (empty) read window.
+TEST_F(HostileIndex, HugeChunkBytesWithEmptyCrcLists) {
+  edit_index([](nlohmann::json& j) {
+    j["chunk_bytes"] = UINT64_MAX;
+    for (auto& slice : j["tensors"]["w"]["slices"]) slice["crc32"] = nlohmann::json::array();
+  });
+  expect_error<IoError>([&] { load(); }, "index.json", "'chunk_bytes'", "at most 1073741824",
+                        "18446744073709551615");
+}
+
+TEST_F(HostileIndex, ConvertRefusesIt) {
+  edit_index([](nlohmann::json& j) {
+    j["chunk_bytes"] = UINT64_MAX;
+    for (auto& slice : j["tensors"]["w"]["slices"]) slice["crc32"] = nlohmann::json::array();
+  });
+  expect_error<IoError>([&] { checkpoint_to_safetensors(path, dir.file("w.safetensors")); },
+                        "index.json", "'chunk_bytes'");
+}
+
+// Before: step 2^63 became a negative step, and world 2^32 + 2 became 2.
+TEST_F(HostileIndex, NumbersOutOfRange) {
+  edit_index([](nlohmann::json& j) { j["step"] = kTwoTo63; });
+  expect_error<IoError>([&] { load(); }, "index.json", "'step' must be",
+                        "at most 9223372036854775807", "got 9223372036854775808");
+  edit_index([](nlohmann::json& j) {
+    j["step"] = 4;
+    j["world"] = (uint64_t{1} << 32) + 2;
+  });
+  expect_error<IoError>([&] { load(); }, "index.json", "'world' must be", "at most 2147483647");
+  edit_index([](nlohmann::json& j) { j["world"] = 3; });
+  expect_error<IoError>([&] { load(); }, "index.json", "'world' is 3",
+                        "'files' lists 2 shards (one per rank)");
+}
+
+// Before: [2^32, 2^32] held 0 elements by wrapping, and a dim of 2^64 - 1 became -1.
+TEST_F(HostileIndex, ShapesPastTheLimits) {
+  const auto add_tensor = [&](const nlohmann::json& shape) {
+    edit_index([&](nlohmann::json& j) {
+      j["tensors"]["e"] = {{"shape", shape}, {"dtype", "F32"}, {"slices", nlohmann::json::array()}};
+    });
+  };
+  add_tensor({uint64_t{1} << 32, uint64_t{1} << 32});
+  expect_error<IoError>([&] { load(); }, "index.json", "tensor 'e'",
+                        "shape [4294967296, 4294967296] holds more than 2^48 elements");
+  add_tensor({0, UINT64_MAX});
+  expect_error<IoError>([&] { load(); }, "index.json", "tensor 'e'",
+                        "'shape' must be an array of integers in [0, 2^63)");
+}
+
+// The caller's box, checked as the index's are. Before: it passed the reader's check by wrapping,
+// and only a check further down (for_each_box_run) caught it.
+TEST_F(HostileIndex, ReadBoxPastTheShape) {
+  CheckpointReader reader(path);
+  expect_error<InvalidArgument>(
+      [&] { reader.read_box("w", {{INT64_MAX - 2, 0}, {4, 4}}, Tensor::empty({4, 4})); },
+      "checkpoint read of 'w'",
+      "box at [9223372036854775805, 0] of shape [4, 4] leaves the tensor's [8, 4]");
+}
+
+// The same overflow in a safetensors header (a shard, or a file to --init or convert from).
+// Before: a dim of 2^64 - 1 beside a 0 passed the element limit and became -1.
+TEST(HostileSafetensors, DimPast2To63BesideAZero) {
+  ScratchDir dir;
+  const std::string file = dir.file("x.safetensors");
+  const std::string header =
+      R"({"x": {"dtype": "F32", "shape": [0, 18446744073709551615], "data_offsets": [0, 0]}})";
+  std::ofstream out(file, std::ios::binary);
+  const uint64_t length = header.size();
+  out.write(reinterpret_cast<const char*>(&length), 8);
+  out << header;
+  out.close();
+  expect_error<IoError>([&] { SafetensorsReader reader(file); }, "x.safetensors", "tensor 'x'",
+                        "shape [0,18446744073709551615]", "2^48");
+}
+
+}  // namespace
+}  // namespace meshtrain::testing
