@@ -79,6 +79,12 @@ bool within_element_limit(const Shape& shape) {
   return true;
 }
 
+// A name that opens a file inside the checkpoint folder and nowhere else.
+bool plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string_view("/\0", 2)) == std::string::npos;
+}
+
 // What the index says of one slice of tensor `name`, checked against the rest of the index.
 void check_slice(const JsonFields& fields, const CheckpointIndex& index, const std::string& name,
                  size_t i, const StoredSlice& s) {
@@ -191,8 +197,13 @@ CheckpointIndex index_from_json(const nlohmann::json& json, const std::string& p
   index.chunk_bytes = fields.bounded_field(json, "chunk_bytes", kMaxCheckpointChunkBytes);
   if (index.chunk_bytes == 0) fields.fail("", "'chunk_bytes' must be positive");
   index.metadata = fields.field(json, "metadata");
-  for (const auto& [name, info] : fields.object_field(json, "files").items())
+  for (const auto& [name, info] : fields.object_field(json, "files").items()) {
+    if (!plain_file_name(name))  // quoted as JSON, so that a NUL shows
+      fields.fail("", "'files': " + nlohmann::json(name).dump() +
+                          " is not a plain file name (expected a file in the checkpoint folder: "
+                          "not empty, '.' or '..', no '/' or NUL)");
     index.files[name] = fields.unsigned_field(info, "bytes", "file '" + name + "': ");
+  }
   if (world != index.files.size())
     fields.fail("", detail::concat("'world' is ", world, " but 'files' lists ", index.files.size(),
                                    " shards (one per rank)"));

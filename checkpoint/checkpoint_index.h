@@ -21,6 +21,11 @@ inline constexpr uint64_t kCheckpointElementBytes = 4;  // every slice is stored
 // The largest chunk_bytes an index may give (CheckpointSaveOptions' limit): bounds a reader's
 // window and keeps chunk arithmetic far from overflow.
 inline constexpr uint64_t kMaxCheckpointChunkBytes = uint64_t{1} << 30;
+// The largest index.json a reader reads. An index takes about 250 bytes per slice (plus 18 per MiB
+// of data for its CRCs): 64 MiB is some 250 000 slices, GPT-2 large with its AdamW moments under
+// FSDP over about 200 ranks. A larger file is not an index meshtrain wrote, and would be read
+// whole into memory (every rank parses the whole index).
+inline constexpr uint64_t kMaxCheckpointIndexBytes = uint64_t{64} << 20;
 
 struct StoredSlice {
   std::string file;             // shard file name inside the checkpoint directory
@@ -70,8 +75,8 @@ nlohmann::json index_to_json(const CheckpointIndex& index);
 // Parses and validates an index read from `path` (named in errors): IoError for a wrong format or
 // version, a missing or mistyped field, a number out of range (a shape past
 // kMaxFileTensorElements, chunk_bytes past kMaxCheckpointChunkBytes, a world other than the
-// number of files), a slice in an unlisted file, a CRC list of the wrong length, or
-// slices that do not tile their tensor.
+// number of files), a file name that is not a plain name inside the checkpoint folder, a slice in
+// an unlisted file, a CRC list of the wrong length, or slices that do not tile their tensor.
 CheckpointIndex index_from_json(const nlohmann::json& json, const std::string& path);
 
 // The form in which a rank sends its shard's contents to rank 0, and back.

@@ -15,6 +15,39 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// An index nests 6 levels, its metadata a few more. Printing or comparing deeper JSON would
+// recurse once per level, overflowing the stack.
+constexpr int kMaxIndexDepth = 64;
+
+// The whole of `path` (`what`, for errors) when it is a regular file of at most `max_bytes`
+// (`limit` in words): neither a huge file nor a pipe, which would block, is read.
+std::string read_bounded(const std::string& what, const std::string& path, uint64_t max_bytes,
+                         const std::string& limit) {
+  std::error_code error;
+  const uint64_t bytes = fs::file_size(path, error);
+  if (error)
+    throw IoError(detail::concat("cannot read ", what, " '", path, "': ", error.message()));
+  if (bytes > max_bytes)
+    throw IoError(detail::concat(what, " '", path, "' holds ", bytes, " bytes, expected at most ",
+                                 limit));
+  return read_small_file(path);
+}
+
+nlohmann::json parse_index(const std::string& text, const std::string& index_path) {
+  const auto limit_depth = [&](int depth, nlohmann::json::parse_event_t, const nlohmann::json&) {
+    if (depth > kMaxIndexDepth)
+      throw IoError(detail::concat("checkpoint index '", index_path, "' is nested deeper than ",
+                                   kMaxIndexDepth, " levels (not an index meshtrain writes)"));
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text, limit_depth);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw IoError(detail::concat("checkpoint index '", index_path, "' is not valid JSON (",
+                                 text.size(), " bytes; truncated or corrupted?): ", e.what()));
+  }
+}
+
 CheckpointIndex load_index(const std::string& path) {
   const fs::path marker = fs::path(path) / kCheckpointCompleteMarker;
   std::error_code error;
@@ -22,15 +55,9 @@ CheckpointIndex load_index(const std::string& path) {
     throw IoError(detail::concat("checkpoint '", path, "' is incomplete: no '",
                                  kCheckpointCompleteMarker, "' marker (an interrupted save?)"));
   const std::string index_path = (fs::path(path) / kCheckpointIndexFile).string();
-  const std::string text = read_small_file(index_path);
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw IoError(detail::concat("checkpoint index '", index_path, "' is not valid JSON (",
-                                 text.size(), " bytes; truncated or corrupted?): ", e.what()));
-  }
-  return index_from_json(json, index_path);
+  const std::string text = read_bounded("checkpoint index", index_path, kMaxCheckpointIndexBytes,
+                                         detail::concat(kMaxCheckpointIndexBytes >> 20, " MiB"));
+  return index_from_json(parse_index(text, index_path), index_path);
 }
 
 }  // namespace

@@ -78,6 +78,42 @@ TEST_F(HostileIndex, ConvertRefusesIt) {
                         "index.json", "'chunk_bytes'");
 }
 
+// Before: the shard was opened wherever the name pointed, here a copy of it outside the checkpoint.
+TEST_F(HostileIndex, FileNamesThatLeaveTheFolder) {
+  const std::string shard = "rank-00001.safetensors";
+  fs::copy_file(path + "/" + shard, dir.file("outside.safetensors"));
+  const std::string names[] = {"../../outside.safetensors", dir.file("outside.safetensors"),
+                               "sub/" + shard, "..", ".", "", std::string("rank\0x", 6)};
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    edit_index([&](nlohmann::json& j) {
+      std::string held;
+      for (const auto& [file, info] : j["files"].items())
+        if (file != "rank-00000.safetensors") held = file;
+      j["files"][name] = j["files"][held];
+      j["files"].erase(held);
+      j["tensors"]["w"]["slices"][1]["file"] = name;
+    });
+    expect_error<IoError>([&] { load(); }, "index.json", "'files'", "plain file name");
+  }
+}
+
+// Before: the index was read whole, whatever its size (a 3 GiB one took 3 GiB).
+TEST_F(HostileIndex, IndexPastTheSizeLimit) {
+  fs::resize_file(index, (64u << 20) + 1);
+  expect_error<IoError>([&] { load(); }, "index.json", "67108865 bytes", "at most 64 MiB");
+}
+
+// Before: printing the mistyped value in the error recursed a million levels (stack overflow).
+TEST_F(HostileIndex, DeeplyNestedJson) {
+  edit_index([](nlohmann::json& j) { j["step"] = "deep"; });
+  std::string text = read_small_file(index);
+  const size_t at = text.find("\"deep\"");
+  text.replace(at, 6, std::string(1'000'000, '[') + std::string(1'000'000, ']'));
+  write_file_synced(index, text);
+  expect_error<IoError>([&] { load(); }, "index.json", "nested deeper than 64");
+}
+
 // Before: step 2^63 became a negative step, and world 2^32 + 2 became 2.
 TEST_F(HostileIndex, NumbersOutOfRange) {
   edit_index([](nlohmann::json& j) { j["step"] = kTwoTo63; });
