@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "checkpoint/json_fields.h"
+#include "checkpoint/shard_writer.h"
 #include "core/error.h"
 #include "mesh/box_runs.h"
 #include "models/safetensors.h"
@@ -85,12 +86,46 @@ bool plain_file_name(const std::string& name) {
          name.find_first_of(std::string_view("/\0", 2)) == std::string::npos;
 }
 
+// The unsigned integer json[key], when `json` is an object holding one there.
+std::optional<uint64_t> unsigned_at(const nlohmann::json& json, const char* key) {
+  if (!json.is_object()) return std::nullopt;
+  const auto it = json.find(key);
+  if (it == json.end() || !it->is_number_unsigned()) return std::nullopt;
+  return it->get<uint64_t>();
+}
+
+// Training metadata (apps/train) repeats the step and counts AdamW's steps, at most one per step:
+// copies that disagree mean an edited or mixed-up checkpoint, which would resume at another data
+// position or with another bias correction. Other callers' metadata need not hold these numbers.
+void check_metadata_steps(const JsonFields& fields, const CheckpointIndex& index) {
+  const nlohmann::json& metadata = index.metadata;
+  const auto step = static_cast<uint64_t>(index.step);
+  if (const auto stored = unsigned_at(metadata, "step"); stored && *stored != step)
+    fields.fail("'metadata': ", detail::concat("'step' is ", *stored,
+                                               ", expected the index's step ", step));
+  const auto optimizer = metadata.is_object() ? metadata.find("optimizer") : metadata.end();
+  if (optimizer == metadata.end()) return;
+  if (const auto steps = unsigned_at(*optimizer, "steps"); steps && *steps > step)
+    fields.fail("'metadata': 'optimizer': ", detail::concat("'steps' is ", *steps,
+                                                            ", expected at most the index's step ",
+                                                            step));
+}
+
 // What the index says of one slice of tensor `name`, checked against the rest of the index.
 void check_slice(const JsonFields& fields, const CheckpointIndex& index, const std::string& name,
                  size_t i, const StoredSlice& s) {
   const std::string where = detail::concat("tensor '", name, "': slice ", i, ": ");
-  if (!index.files.contains(s.file))
+  // The key says which slice the shard holds; another slice's key would load its data here.
+  if (const std::string key = slice_key(name, s.box); s.key != key)
+    fields.fail(where, detail::concat("'key' is '", s.key, "', expected '", key,
+                                      "' (the tensor's name and the slice's offset)"));
+  const auto file = index.files.find(s.file);
+  if (file == index.files.end())
     fields.fail(where, "'file' is '" + s.file + "', which 'files' lacks");
+  const uint64_t bytes = static_cast<uint64_t>(shape_numel(s.box.shape)) * kCheckpointElementBytes;
+  if (bytes > file->second)
+    fields.fail(where, detail::concat("its data is ", bytes, " bytes, more than the ", file->second,
+                                      " bytes 'files' gives '", s.file, "'"));
   if (const uint64_t chunks = chunk_count(s.box, index.chunk_bytes); s.crc32.size() != chunks)
     fields.fail(where, detail::concat("'crc32' lists ", s.crc32.size(), " CRCs, expected one per ",
                                       index.chunk_bytes, " bytes of its data: ", chunks));
@@ -197,6 +232,7 @@ CheckpointIndex index_from_json(const nlohmann::json& json, const std::string& p
   index.chunk_bytes = fields.bounded_field(json, "chunk_bytes", kMaxCheckpointChunkBytes);
   if (index.chunk_bytes == 0) fields.fail("", "'chunk_bytes' must be positive");
   index.metadata = fields.field(json, "metadata");
+  check_metadata_steps(fields, index);
   for (const auto& [name, info] : fields.object_field(json, "files").items()) {
     if (!plain_file_name(name))  // quoted as JSON, so that a NUL shows
       fields.fail("", "'files': " + nlohmann::json(name).dump() +

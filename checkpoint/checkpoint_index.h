@@ -76,7 +76,9 @@ nlohmann::json index_to_json(const CheckpointIndex& index);
 // version, a missing or mistyped field, a number out of range (a shape past
 // kMaxFileTensorElements, chunk_bytes past kMaxCheckpointChunkBytes, a world other than the
 // number of files), a file name that is not a plain name inside the checkpoint folder, a slice in
-// an unlisted file, a CRC list of the wrong length, or slices that do not tile their tensor.
+// an unlisted file or larger than its file, a key other than the one its tensor and offset give, a
+// CRC list of the wrong length, slices that do not tile their tensor, or training metadata whose
+// `step` or `optimizer.steps` disagree with the index's step.
 CheckpointIndex index_from_json(const nlohmann::json& json, const std::string& path);
 
 // The form in which a rank sends its shard's contents to rank 0, and back.

@@ -6,6 +6,7 @@
 #include "checkpoint/durable_files.h"
 #include "checkpoint/shard_reader.h"
 #include "core/error.h"
+#include "core/parse_integer.h"
 #include "mesh/box_copy.h"
 #include "mesh/box_runs.h"
 
@@ -15,6 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The COMPLETE marker holds "step N\n".
+constexpr uint64_t kMaxMarkerBytes = 64;
 // An index nests 6 levels, its metadata a few more. Printing or comparing deeper JSON would
 // recurse once per level, overflowing the stack.
 constexpr int kMaxIndexDepth = 64;
@@ -48,6 +51,31 @@ nlohmann::json parse_index(const std::string& text, const std::string& index_pat
   }
 }
 
+// The step is written three times: in the index, in COMPLETE and in the folder's name (when it is
+// a step folder). They agree in every checkpoint meshtrain publishes; a mismatch means a copied,
+// renamed or edited one, whose step would set the data position of a resumed run.
+void check_step(const std::string& path, const std::string& index_path, int64_t step) {
+  const std::string marker = (fs::path(path) / kCheckpointCompleteMarker).string();
+  const std::string expected = detail::concat("step ", step, "\n");
+  const std::string text = read_bounded("checkpoint marker", marker, kMaxMarkerBytes,
+                                         detail::concat(kMaxMarkerBytes, " bytes"));
+  if (text != expected) {
+    const auto quoted = [](const std::string& s) {
+      return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    };
+    throw IoError(detail::concat("checkpoint marker '", marker, "' reads ", quoted(text),
+                                 ", expected ", quoted(expected), " (the step of its index)"));
+  }
+  fs::path folder = fs::path(path).lexically_normal();
+  if (!folder.has_filename()) folder = folder.parent_path();  // "step-00000004/"
+  const std::string name = folder.filename().string();
+  const auto named =
+      name.starts_with("step-") ? parse_integer<int64_t>(name.substr(5)) : std::nullopt;
+  if (named && *named != step)
+    throw IoError(detail::concat("checkpoint index '", index_path, "': 'step' is ", step,
+                                 ", but its folder '", name, "' is named for step ", *named));
+}
+
 CheckpointIndex load_index(const std::string& path) {
   const fs::path marker = fs::path(path) / kCheckpointCompleteMarker;
   std::error_code error;
@@ -57,7 +85,9 @@ CheckpointIndex load_index(const std::string& path) {
   const std::string index_path = (fs::path(path) / kCheckpointIndexFile).string();
   const std::string text = read_bounded("checkpoint index", index_path, kMaxCheckpointIndexBytes,
                                          detail::concat(kMaxCheckpointIndexBytes >> 20, " MiB"));
-  return index_from_json(parse_index(text, index_path), index_path);
+  CheckpointIndex index = index_from_json(parse_index(text, index_path), index_path);
+  check_step(path, index_path, index.step);
+  return index;
 }
 
 }  // namespace

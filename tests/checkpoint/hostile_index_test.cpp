@@ -144,6 +144,59 @@ TEST_F(HostileIndex, ShapesPastTheLimits) {
                         "'shape' must be an array of integers in [0, 2^63)");
 }
 
+// Before: slices whose offsets were swapped loaded each other's rows (their CRCs match their data).
+TEST_F(HostileIndex, SliceKeysThatNameAnotherSlice) {
+  edit_index([](nlohmann::json& j) {
+    auto& slices = j["tensors"]["w"]["slices"];
+    std::swap(slices[0]["offset"], slices[1]["offset"]);
+  });
+  expect_error<IoError>([&] { load(); }, "index.json", "tensor 'w'", "slice 0",
+                        "'key' is 'w@0,0'", "expected 'w@4,0'");
+  edit_index([](nlohmann::json& j) {
+    auto& slices = j["tensors"]["w"]["slices"];
+    std::swap(slices[0]["offset"], slices[1]["offset"]);
+    std::swap(slices[0]["key"], slices[1]["key"]);
+  });
+  expect_error<IoError>([&] { load(); }, "index.json", "tensor 'w'", "slice 0",
+                        "'key' is 'w@4,0'", "expected 'w@0,0'");
+}
+
+TEST_F(HostileIndex, SliceLargerThanItsFile) {
+  edit_index([](nlohmann::json& j) { j["files"]["rank-00001.safetensors"]["bytes"] = 10; });
+  expect_error<IoError>([&] { CheckpointReader reader(path); }, "index.json",
+                        "tensor 'w': slice 1: its data is 64 bytes",
+                        "more than the 10 bytes 'files' gives 'rank-00001.safetensors'");
+}
+
+TEST_F(HostileIndex, StepThatDisagreesWithItsMarkerOrFolder) {
+  const std::string marker = path + "/COMPLETE";
+  write_file_synced(marker, "step 5\n");
+  expect_error<IoError>([&] { load(); }, "COMPLETE", R"(reads "step 5\n", expected "step 4\n")");
+  write_file_synced(marker, std::string(1u << 20, 's'));
+  expect_error<IoError>([&] { load(); }, "COMPLETE", "1048576 bytes", "at most 64");
+  write_file_synced(marker, "step 5\n");
+  edit_index([](nlohmann::json& j) { j["step"] = 5; });
+  expect_error<IoError>([&] { load(); }, "index.json", "'step' is 5",
+                        "its folder 'step-00000004' is named for step 4");
+}
+
+// Training metadata names the step twice more; copies that disagree mean an edited or mixed-up
+// checkpoint. Before: a run resumed at step 4 with AdamW's bias correction of step 10^18.
+TEST_F(HostileIndex, MetadataStepsThatDisagreeWithTheIndex) {
+  edit_index([](nlohmann::json& j) { j["metadata"]["step"] = 9; });
+  expect_error<IoError>([&] { load(); }, "index.json", "'metadata': 'step' is 9",
+                        "expected the index's step 4");
+  edit_index([](nlohmann::json& j) {
+    j["metadata"]["step"] = 4;
+    j["metadata"]["optimizer"] = {{"name", "adamw"}, {"steps", 1'000'000'000'000'000'000}};
+  });
+  expect_error<IoError>([&] { load(); }, "index.json",
+                        "'metadata': 'optimizer': 'steps' is 1000000000000000000",
+                        "expected at most the index's step 4");
+  edit_index([](nlohmann::json& j) { j["metadata"]["optimizer"]["steps"] = 4; });
+  load();
+}
+
 // The caller's box, checked as the index's are. Before: it passed the reader's check by wrapping,
 // and only a check further down (for_each_box_run) caught it.
 TEST_F(HostileIndex, ReadBoxPastTheShape) {
