@@ -45,7 +45,7 @@ nlohmann::json parse_index(const std::string& text, const std::string& index_pat
   };
   try {
     return nlohmann::json::parse(text, limit_depth);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // malformed, or a number past double's range
     throw IoError(detail::concat("checkpoint index '", index_path, "' is not valid JSON (",
                                  text.size(), " bytes; truncated or corrupted?): ", e.what()));
   }

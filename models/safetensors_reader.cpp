@@ -12,6 +12,7 @@ static_assert(std::endian::native == std::endian::little, "safetensors is little
 
 namespace {
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // the format's own limit
+constexpr int kMaxHeaderDepth = 16;  // {name: {shape: [...]}} is three levels
 
 // Bytes per element of the safetensors dtypes; 0 for an unknown name.
 uint64_t element_size(const std::string& dtype) {
@@ -82,12 +83,22 @@ SafetensorsReader::SafetensorsReader(const std::string& path)
   std::string text(header_bytes, '\0');
   file_.read(text.data(), static_cast<std::streamsize>(header_bytes));
   data_start_ = 8 + header_bytes;
+  // A header is a flat object of entries; deeper nesting is refused while parsing, before any
+  // error message could print it recursively.
+  const auto limit_depth = [&](int depth, nlohmann::json::parse_event_t, const nlohmann::json&) {
+    if (depth > kMaxHeaderDepth)
+      throw IoError(detail::concat("safetensors '", path, "': header JSON nested deeper than ",
+                                   kMaxHeaderDepth, " levels"));
+    return true;
+  };
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(text);
+    header = nlohmann::json::parse(text, limit_depth);
   } catch (const nlohmann::json::parse_error& e) {
     throw IoError(detail::concat("safetensors '", path, "': header JSON invalid at byte ",
                                  8 + e.byte, " of the file: ", e.what()));
+  } catch (const nlohmann::json::exception& e) {  // a number past double's range
+    throw IoError(detail::concat("safetensors '", path, "': header JSON invalid: ", e.what()));
   }
   if (!header.is_object())
     throw IoError(detail::concat("safetensors '", path, "': header must be a JSON object"));

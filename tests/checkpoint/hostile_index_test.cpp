@@ -114,6 +114,17 @@ TEST_F(HostileIndex, DeeplyNestedJson) {
   expect_error<IoError>([&] { load(); }, "index.json", "nested deeper than 64");
 }
 
+// Before: a number past double's range escaped as the JSON library's own exception (the way
+// fuzz_safetensors found it in a safetensors header; std::terminate).
+TEST_F(HostileIndex, NumberPastTheDoubleRange) {
+  edit_index([](nlohmann::json& j) { j["step"] = "past double"; });
+  std::string text = read_small_file(index);
+  const std::string mark = "\"past double\"";
+  text.replace(text.find(mark), mark.size(), "1e999");
+  write_file_synced(index, text);
+  expect_error<IoError>([&] { load(); }, "index.json", "is not valid JSON", "overflow");
+}
+
 // Before: step 2^63 became a negative step, and world 2^32 + 2 became 2.
 TEST_F(HostileIndex, NumbersOutOfRange) {
   edit_index([](nlohmann::json& j) { j["step"] = kTwoTo63; });

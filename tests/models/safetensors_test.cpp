@@ -179,6 +179,14 @@ TEST(SafetensorsErrors, CorruptHeadersAreIoErrors) {
   write_raw(path, R"({"x":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})",
             "");
   expect_error<IoError>([&] { SafetensorsReader r(path); }, "'x'", "more than 2^48 elements");
+  // Found by fuzz_safetensors: a number past double's range escaped as the JSON library's own
+  // exception (std::terminate); nesting past any header's is refused while parsing.
+  write_raw(path, R"({"x":{"dtype":"F32","shape":[2,281474976710656e308],"data_offsets":[0,8]}})",
+            std::string(8, '\0'));
+  expect_error<IoError>([&] { SafetensorsReader r(path); }, "header JSON invalid", "overflow");
+  write_raw(path, R"({"__metadata__":)" + std::string(100, '[') + std::string(100, ']') + "}",
+            "");
+  expect_error<IoError>([&] { SafetensorsReader r(path); }, "nested deeper than 16 levels");
   {
     std::ofstream out(path, std::ios::binary);
     const uint64_t n = 1000;
