@@ -12,6 +12,7 @@ namespace meshtrain {
 
 void checkpoint_to_safetensors(const std::string& checkpoint, const std::string& file,
                                std::string_view skip_prefix) {
+  check_output_is_not_input(file, "the output", checkpoint, "the checkpoint");
   CheckpointReader reader(checkpoint);
   std::vector<SafetensorsSpec> specs;
   for (const std::string& name : reader.names())

@@ -1,8 +1,10 @@
 #include "checkpoint/durable_files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -14,7 +16,18 @@
 
 namespace meshtrain {
 
+namespace fs = std::filesystem;
+
 namespace {
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 void sync_path(const std::string& path, int flags, const char* what) {
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
   if (fd < 0)
@@ -28,6 +41,31 @@ void sync_path(const std::string& path, int flags, const char* what) {
         detail::concat("fsync of ", what, " '", path, "' failed: ", std::strerror(error)));
 }
 }  // namespace
+
+void check_regular_output(const std::string& path, std::string_view what) {
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0) {
+    if (errno == ENOENT) return;  // a new file
+    throw IoError(detail::concat(what, " '", path, "': cannot stat it: ", std::strerror(errno)));
+  }
+  if (!S_ISREG(status.st_mode))
+    throw IoError(detail::concat(what, " '", path, "' is ", file_kind(status.st_mode),
+                                 "; expected a regular file to replace, or a new path"));
+}
+
+void check_output_is_not_input(const std::string& output, std::string_view output_what,
+                               const std::string& input, std::string_view input_what) {
+  if (output.empty() || input.empty()) return;
+  std::error_code missing, out_error, in_error;
+  const bool same_file = fs::equivalent(output, input, missing);  // false when either is missing
+  const fs::path out = fs::weakly_canonical(output, out_error);
+  const fs::path in = fs::weakly_canonical(input, in_error);
+  const bool within = !out_error && !in_error &&
+                      std::mismatch(in.begin(), in.end(), out.begin(), out.end()).first == in.end();
+  MT_CHECK(!same_file && !within, output_what, " '", output, "' ",
+           same_file || out == in ? "is " : "lies inside ", input_what, " '", input,
+           "'; choose another path for ", output_what);
+}
 
 void sync_file(const std::string& path) { sync_path(path, O_RDONLY, "file"); }
 
@@ -57,7 +95,15 @@ void write_file_synced(const std::string& path, const std::string& text) {
   sync_file(path);
 }
 
-AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), partial_(path_ + ".partial") {}
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), partial_(path_ + ".partial") {
+  check_regular_output(path_, "the output");
+  ::unlink(partial_.c_str());  // a stale one; a symlink is removed, not followed
+  const int fd =
+      ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0)
+    throw IoError(detail::concat("cannot create '", partial_, "': ", std::strerror(errno)));
+  ::close(fd);
+}
 
 AtomicFile::~AtomicFile() {
   if (committed_) return;

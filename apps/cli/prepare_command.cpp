@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "apps/cli/commands.h"
+#include "checkpoint/durable_files.h"
 #include "models/token_file.h"
 
 namespace meshtrain {
@@ -12,6 +13,7 @@ void add_prepare_command(CLI::App& app) {
   cmd->add_option("text", *text, "UTF-8 (or any) text file")->required()->check(CLI::ExistingFile);
   cmd->add_option("tokens", *tokens, "token file to write (llm.c format, vocab 256)")->required();
   cmd->callback([text, tokens] {
+    check_output_is_not_input(*tokens, "the token file", *text, "the text file");
     const int64_t count = prepare_byte_tokens(*text, *tokens);
     std::cout << "wrote " << count << " tokens to " << *tokens << "\n";
   });

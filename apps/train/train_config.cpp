@@ -7,6 +7,7 @@
 
 #include "apps/train/launcher.h"
 #include "apps/train/run_estimate.h"
+#include "checkpoint/durable_files.h"
 #include "core/device_memory.h"
 #include "core/error.h"
 #include "core/ops/cpu/cpu_threads.h"
@@ -56,8 +57,7 @@ void check_output_file(const std::string& path, const char* flag, double bytes) 
   const std::string folder = folder_of(path);
   MT_CHECK(std::filesystem::is_directory(folder), flag, ": the folder '", folder,
            "' does not exist");
-  MT_CHECK(!std::filesystem::is_directory(path), flag, " '", path,
-           "' is a directory; expected the path of a file to write");
+  check_regular_output(path, flag);
   check_writable(folder, flag, "the file", bytes);
 }
 
@@ -129,6 +129,12 @@ void TrainConfig::validate() const {
   const double params = static_cast<double>(model.num_parameters());
   check_output_file(save_path, "--save", 4.0 * params);
   check_output_file(metrics_path, "--metrics", 0.0);
+  // No output may overwrite an input, or another output.
+  for (const auto& [output, flag] : {std::pair{&save_path, "--save"}, {&metrics_path, "--metrics"}}) {
+    check_output_is_not_input(*output, flag, data_path, "the --data file");
+    check_output_is_not_input(*output, flag, init_path, "the --init path");
+  }
+  check_output_is_not_input(metrics_path, "--metrics", save_path, "the --save file");
   check_output_folder(trace_dir, "--trace", 0.0);
   check_output_folder(checkpoint_dir, "--checkpoint-dir", 12.0 * params);
   MT_CHECK_GE(checkpoint_every, 0, "--checkpoint-every must not be negative");

@@ -1,0 +1,106 @@
+// Outputs that must not destroy what they should not (docs/failures.md, "Outputs"): an output
+// that is an input is refused naming both; outputs open only once the run starts; non-regular
+// targets are refused and partial files are created fresh; every write is checked; one run per
+// checkpoint folder.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/faults/fault_test.h"
+
+namespace meshtrain::testing {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+class FaultsOutputs : public FaultTest {
+ protected:
+  // A run that must be refused: exit 1, no step trained, the message on stderr.
+  void expect_refused(const std::string& command, const std::string& message) {
+    const JobResult job = run_job(dir_, command);
+    ASSERT_FALSE(job.hung) << job.err;
+    EXPECT_EQ(job.exit_code, 1) << job.out << job.err;
+    EXPECT_THAT(job.err, HasSubstr(message));
+    EXPECT_THAT(job.out, ::testing::Not(HasSubstr("step ")));
+  }
+
+  // `script` run by sh (for ulimit, or a job in the background).
+  static std::string shell(const std::string& script) { return "sh -c " + quoted(script); }
+
+  const std::string metrics_ = dir_.file("metrics.jsonl");
+};
+
+bool is_fifo(const std::string& path) {
+  struct stat status {};
+  return ::lstat(path.c_str(), &status) == 0 && S_ISFIFO(status.st_mode);
+}
+
+TEST_F(FaultsOutputs, MetricsOrSaveNamingTheDataAreRefused) {
+  const std::string data = read_text(tokens_);
+  expect_refused(train("--steps 1 --metrics " + quoted(tokens_)),
+                 "--metrics '" + tokens_ + "' is the --data file '" + tokens_ + "'");
+  const std::string link = dir_.file("link.bin");  // the same file by another name
+  fs::create_symlink(tokens_, link);
+  expect_refused(train("--steps 1 --save " + quoted(link)),
+                 "--save '" + link + "' is the --data file '" + tokens_ + "'");
+  EXPECT_TRUE(read_text(tokens_) == data) << "the data file changed";
+  EXPECT_TRUE(fs::is_symlink(link));
+}
+
+TEST_F(FaultsOutputs, PrepareOntoItsOwnInputIsRefused) {
+  const std::string text = dir_.file("text.txt");
+  write_text(text, "some text");
+  expect_refused(cli() + " prepare " + quoted(text) + " " + quoted(text),
+                 "the token file '" + text + "' is the text file '" + text + "'");
+  EXPECT_TRUE(read_text(text) == "some text") << "the text file changed";
+}
+
+TEST_F(FaultsOutputs, ConvertIntoTheCheckpointsOwnShardIsRefused) {
+  const JobResult run = run_job(dir_, train("--steps 1 --checkpoint-dir " + quoted(ckpt_)));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string step = ckpt_ + "/step-00000001", shard = step + "/rank-00000.safetensors";
+  expect_refused(cli() + " convert " + quoted(step) + " " + quoted(shard),
+                 "the output '" + shard + "' lies inside the checkpoint '" + step + "'");
+  const JobResult exported = run_job(dir_, cli() + " convert " + quoted(ckpt_) + " " +
+                                               quoted(save_));
+  EXPECT_EQ(exported.exit_code, 0) << "the checkpoint still loads\n" << exported.err;
+}
+
+// The atomic rename would replace the FIFO (or, as root, a device node) by a regular file.
+TEST_F(FaultsOutputs, SaveOntoAFifoIsRefused) {
+  const std::string fifo = dir_.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_refused(train("--steps 1 --save " + quoted(fifo)),
+                 "--save '" + fifo + "' is a FIFO; expected a regular file to replace, or a new "
+                 "path");
+  EXPECT_TRUE(is_fifo(fifo));
+}
+
+TEST_F(FaultsOutputs, OutputsThroughASymlinkToADeviceAreRefused) {
+  const std::string device = dir_.file("device");
+  fs::create_symlink("/dev/zero", device);
+  for (const char* flag : {"--save", "--metrics"})
+    expect_refused(train(std::string("--steps 1 ") + flag + " " + quoted(device)),
+                   std::string(flag) + " '" + device + "' is a character device");
+  EXPECT_TRUE(fs::is_symlink(device));
+}
+
+// A symlink planted at the partial name is removed, never written through.
+TEST_F(FaultsOutputs, PlantedPartialSymlinkIsNotWrittenThrough) {
+  const std::string victim = dir_.file("victim");
+  write_text(victim, "precious");
+  fs::create_symlink(victim, save_ + ".partial");
+  const JobResult job = run_job(dir_, train("--steps 1 --save " + quoted(save_)));
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_TRUE(read_text(victim) == "precious") << "written through the planted symlink";
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(save_)));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(save_ + ".partial")));
+}
+
+}  // namespace
+}  // namespace meshtrain::testing
