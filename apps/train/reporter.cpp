@@ -1,7 +1,10 @@
 #include "apps/train/reporter.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <ostream>
 
 #include <nlohmann/json.hpp>
@@ -51,12 +54,22 @@ std::string oversubscription_note(const TrainConfig& config) {
 }  // namespace
 
 TrainReporter::TrainReporter(const TrainConfig& config, std::ostream& out, bool interactive)
-    : config_(config), out_(out), interactive_(interactive) {
-  if (!config_.metrics_path.empty()) {
-    metrics_.open(config_.metrics_path,
-                  config_.resume_dir.empty() ? std::ios::trunc : std::ios::app);
-    if (!metrics_) throw IoError("cannot write the metrics file '" + config_.metrics_path + "'");
+    : config_(config), out_(out), interactive_(interactive) {}
+
+void TrainReporter::write_metrics(const std::string& line) {
+  // Opened at the first step, once the run has started: a run refused before it (a checkpoint
+  // folder ahead of it, other data) leaves the file of the run before as it was.
+  if (!metrics_.is_open()) {
+    metrics_.open(config_.metrics_path, config_.resume_dir.empty() ? std::ios::trunc : std::ios::app);
+    if (!metrics_)
+      throw IoError(detail::concat("cannot open the metrics file '", config_.metrics_path,
+                                   "': ", std::strerror(errno)));
   }
+  errno = 0;
+  metrics_ << line << '\n' << std::flush;
+  if (!metrics_)
+    throw IoError(detail::concat("writing the metrics file '", config_.metrics_path, "' failed: ",
+                                 std::strerror(errno)));
 }
 
 void TrainReporter::start(const std::string& mesh, const std::string& plan, int64_t parameters) {
@@ -100,12 +113,13 @@ void TrainReporter::print_progress(const StepMetrics& m) {
 
 void TrainReporter::resumed(const std::string& checkpoint, int64_t steps_done) {
   note("resumed from " + checkpoint + " at step " + std::to_string(steps_done));
-  if (!metrics_.is_open()) return;
-  metrics_.close();
+  if (config_.metrics_path.empty() || !std::filesystem::exists(config_.metrics_path)) return;
   std::string kept;
   {
     std::ifstream in(config_.metrics_path);
     for (std::string line; std::getline(in, line);) {
+      // A last line without its newline was torn by a write that failed (a full disk).
+      if (in.eof()) break;
       const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
       const bool later = j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
                          j["step"].get<int64_t>() >= steps_done;
@@ -113,16 +127,15 @@ void TrainReporter::resumed(const std::string& checkpoint, int64_t steps_done) {
     }
     if (in.bad()) throw IoError("cannot read the metrics file '" + config_.metrics_path + "'");
   }
-  {
-    AtomicFile file(config_.metrics_path);
-    std::ofstream out(file.partial_path(), std::ios::binary | std::ios::trunc);
-    out << kept;
-    out.close();
-    if (!out) throw IoError("writing the metrics file '" + config_.metrics_path + "' failed");
-    file.commit();
-  }
-  metrics_.open(config_.metrics_path, std::ios::app);
-  if (!metrics_) throw IoError("cannot write the metrics file '" + config_.metrics_path + "'");
+  AtomicFile file(config_.metrics_path);
+  std::ofstream out(file.partial_path(), std::ios::binary | std::ios::trunc);
+  errno = 0;
+  out << kept;
+  out.close();
+  if (!out)
+    throw IoError(detail::concat("writing the metrics file '", file.partial_path(), "' failed: ",
+                                 std::strerror(errno)));
+  file.commit();
 }
 
 void TrainReporter::on_step(const StepMetrics& m) {
@@ -135,7 +148,7 @@ void TrainReporter::on_step(const StepMetrics& m) {
     ++timed_steps_;
   }
   last_ = m;
-  if (metrics_.is_open()) {
+  if (!config_.metrics_path.empty()) {
     nlohmann::json j = {{"step", m.step},
                         {"loss", m.loss},
                         {"lr", m.lr},
@@ -151,7 +164,7 @@ void TrainReporter::on_step(const StepMetrics& m) {
                         {"unsharded_param_peak_bytes", m.unsharded_param_peak_bytes},
                         {"unsharded_grad_peak_bytes", m.unsharded_grad_peak_bytes}};
     if (m.grad_norm >= 0) j["grad_norm"] = m.grad_norm;
-    metrics_ << j.dump() << "\n" << std::flush;
+    write_metrics(j.dump());
   }
   if (config_.quiet) return;
   const int64_t every = std::max<int64_t>(1, config_.steps / 20);

@@ -1,6 +1,7 @@
 // TrainReporter: what rank 0 tells the user during a run — a progress line (redrawn in place on a
 // terminal, one line every few steps otherwise), the metrics file (JSON lines, one object per
-// step; a resumed run continues it) and the closing summary.
+// step, opened at the first step; a resumed run continues it; a write that fails ends the run
+// with an IoError naming the file) and the closing summary.
 #pragma once
 
 #include <chrono>
@@ -20,7 +21,7 @@ class TrainReporter {
   void start(const std::string& mesh, const std::string& plan, int64_t parameters);
   // The run resumed from `checkpoint` with `steps_done` steps behind it: says so, and drops the
   // metrics lines of later steps (a crashed run logs steps past its last checkpoint, which this
-  // run logs again).
+  // run logs again) and a torn last line (one a failed write left without its newline).
   void resumed(const std::string& checkpoint, int64_t steps_done);
   void on_step(const StepMetrics& m);
   // A line between progress reports: a checkpoint written, a resume.
@@ -29,6 +30,7 @@ class TrainReporter {
 
  private:
   void print_progress(const StepMetrics& m);
+  void write_metrics(const std::string& line);
 
   TrainConfig config_;
   std::ostream& out_;

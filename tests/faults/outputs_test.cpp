@@ -40,6 +40,19 @@ bool is_fifo(const std::string& path) {
   return ::lstat(path.c_str(), &status) == 0 && S_ISFIFO(status.st_mode);
 }
 
+// A rerun refused because the checkpoint folder is ahead of it (it forgot --resume) leaves the
+// metrics of the run before as they were.
+TEST_F(FaultsOutputs, RefusedRerunKeepsTheMetricsOfTheRunBefore) {
+  const std::string flags = "--steps 2 --checkpoint-dir " + quoted(ckpt_) +
+                            " --checkpoint-every 1 --metrics " + quoted(metrics_);
+  const JobResult first = run_job(dir_, train(flags));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string logged = read_text(metrics_);
+  ASSERT_FALSE(logged.empty());
+  expect_refused(train(flags), "already holds " + ckpt_ + "/step-00000002, past step 0");
+  EXPECT_EQ(read_text(metrics_), logged);
+}
+
 TEST_F(FaultsOutputs, MetricsOrSaveNamingTheDataAreRefused) {
   const std::string data = read_text(tokens_);
   expect_refused(train("--steps 1 --metrics " + quoted(tokens_)),
@@ -100,6 +113,39 @@ TEST_F(FaultsOutputs, PlantedPartialSymlinkIsNotWrittenThrough) {
   EXPECT_TRUE(read_text(victim) == "precious") << "written through the planted symlink";
   EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(save_)));
   EXPECT_FALSE(fs::exists(fs::symlink_status(save_ + ".partial")));
+}
+
+// A metrics write that fails (the disk full at step 2) ends the run naming the file; the resume
+// after it drops the torn last line and logs the step again.
+TEST_F(FaultsOutputs, MetricsWriteFailureEndsTheRunAndAResumeDropsTheTornLine) {
+  const JobResult first = run_job(
+      dir_, train("--steps 1 --checkpoint-dir " + quoted(ckpt_) + " --metrics " + quoted(metrics_)));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  {  // lines a resume keeps, up to just below the 64 KiB the fault allows
+    std::string text = read_text(metrics_);
+    while (text.size() < (64 << 10) - 100) text += "# padding to near the file-size limit\n";
+    write_text(metrics_, text);
+  }
+  const std::string resume = "--resume " + quoted(ckpt_) + " --metrics " + quoted(metrics_);
+  const JobResult full = run_job(dir_, train("--steps 3 " + resume),
+                                 {.env = {{"MESHTRAIN_FAULT", "0:2:full"}}});
+  ASSERT_FALSE(full.hung);
+  EXPECT_EQ(full.exit_code, 1);
+  EXPECT_THAT(meshtrain_error_lines(full.err),
+              ::testing::ElementsAre("meshtrain: error: writing the metrics file '" + metrics_ +
+                                     "' failed: " + std::strerror(EFBIG)));
+  ASSERT_NE(read_text(metrics_).back(), '\n') << "the failed write tore the last line";
+
+  const JobResult resumed = run_job(dir_, train("--steps 2 " + resume));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const std::string text = read_text(metrics_);
+  EXPECT_EQ(text.back(), '\n');
+  std::vector<int64_t> steps;
+  for (const std::string& line : read_lines(metrics_)) {
+    if (line.starts_with("# padding")) continue;
+    steps.push_back(nlohmann::json::parse(line).at("step").get<int64_t>());  // no torn line
+  }
+  EXPECT_EQ(steps, (std::vector<int64_t>{0, 1}));
 }
 
 }  // namespace
