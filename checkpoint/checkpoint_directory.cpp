@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -136,5 +138,39 @@ void prune_checkpoints(const std::string& dir, int64_t keep) {
     remove_tree(found[i].second);
   sync_directory(dir);
 }
+
+CheckpointDirectoryLock::CheckpointDirectoryLock(const std::string& dir) {
+  create_directories_synced(dir);
+  const std::string path = (fs::path(dir) / ".lock").string();
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd_ < 0)
+    throw IoError(detail::concat("cannot open the lock file '", path, "': ", std::strerror(errno)));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    char holder[256] = {};
+    const ssize_t got = ::pread(fd_, holder, sizeof holder - 1, 0);
+    ::close(fd_);
+    std::string who(holder, static_cast<size_t>(std::max<ssize_t>(got, 0)));
+    while (!who.empty() && who.back() == '\n') who.pop_back();
+    if (error != EWOULDBLOCK)
+      throw IoError(detail::concat("cannot lock '", path, "': ", std::strerror(error)));
+    throw IoError(detail::concat("the checkpoint folder '", dir, "' is in use by another run (",
+                                 who.empty() ? "one that has not yet written its pid" : who,
+                                 ", holding '", path,
+                                 "'); wait for it to end, or write to another folder"));
+  }
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "an unknown host");
+  const std::string holder = detail::concat("pid ", ::getpid(), " on ", host, "\n");
+  if (::ftruncate(fd_, 0) != 0 ||
+      ::pwrite(fd_, holder.data(), holder.size(), 0) != static_cast<ssize_t>(holder.size())) {
+    const int error = errno;
+    ::close(fd_);
+    throw IoError(detail::concat("writing the lock file '", path, "' failed: ",
+                                 std::strerror(error)));
+  }
+}
+
+CheckpointDirectoryLock::~CheckpointDirectoryLock() { ::close(fd_); }
 
 }  // namespace meshtrain

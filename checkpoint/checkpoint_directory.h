@@ -42,4 +42,20 @@ std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::str
 // Removes the oldest complete checkpoints beyond the newest `keep` (0 keeps all).
 void prune_checkpoints(const std::string& dir, int64_t keep);
 
+// Held by the one run that writes checkpoints into `dir` (its rank 0, which writes the folder's
+// shared files: the index, the publication, the pruning): an exclusive flock on dir/.lock, which
+// records the holder ("pid 1234 on host"). Creates `dir` when missing. A second holder is refused
+// with IoError naming the first; the lock ends with this object, or with the process however it
+// ends (the file stays, unlocked).
+class CheckpointDirectoryLock {
+ public:
+  explicit CheckpointDirectoryLock(const std::string& dir);
+  ~CheckpointDirectoryLock();
+  CheckpointDirectoryLock(const CheckpointDirectoryLock&) = delete;
+  CheckpointDirectoryLock& operator=(const CheckpointDirectoryLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace meshtrain

@@ -13,6 +13,7 @@
 #include "apps/train/reporter.h"
 #include "apps/train/trace_output.h"
 #include "apps/train/trainer.h"
+#include "checkpoint/checkpoint_directory.h"
 #include "core/comm/gather_values.h"
 #include "core/comm/local/spawn_ranks.h"
 #include "core/ops/cpu/cpu_threads.h"
@@ -88,6 +89,10 @@ std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& wor
                                     const std::optional<InjectedFault>& fault) {
   ops::cpu::set_cpu_threads(config.threads_per_rank());  // per-thread settings: this rank's
   ops::cpu::set_cpu_part_timeout(comm_options(config).timeout);
+  // One run per checkpoint folder: a second would publish over the first's steps. Rank 0 writes
+  // the folder's shared files, so it holds the lock, before the trainer looks at the folder.
+  std::optional<CheckpointDirectoryLock> lock;
+  if (world.rank() == 0 && !config.checkpoint_dir.empty()) lock.emplace(config.checkpoint_dir);
   // Tracing (docs/tracing.md): a recorder bound to this rank's thread for the whole run; the
   // trace is written at the end, and also when the run fails.
   std::shared_ptr<trace::Recorder> recorder;

@@ -285,7 +285,7 @@ TEST_F(Cli, RestartFromAnEarlierStep) {
                                  "/step-00000004, past step"));
   }
   EXPECT_EQ(testing::entries_of(ckpt),
-            (std::vector<std::string>{"step-00000002", "step-00000004"}));
+            (std::vector<std::string>{".lock", "step-00000002", "step-00000004"}));
 
   r = run_cli(dir_, common + " --resume '" + step2 + "' --metrics '" + metrics + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;

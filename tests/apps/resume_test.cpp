@@ -202,7 +202,7 @@ TEST(Resume, RunTrainingCheckpointsOnScheduleAndContinuesTheMetrics) {
   ASSERT_EQ(resumed.size(), 3u);
   EXPECT_EQ(resumed.front().step, 4);
   EXPECT_EQ(entries_of(c.checkpoint_dir),
-            (std::vector<std::string>{"step-00000006", "step-00000007"}));
+            (std::vector<std::string>{".lock", "step-00000006", "step-00000007"}));
   std::ifstream metrics(c.metrics_path);
   std::vector<int64_t> numbered;
   for (std::string line; std::getline(metrics, line);)

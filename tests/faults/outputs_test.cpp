@@ -148,5 +148,25 @@ TEST_F(FaultsOutputs, MetricsWriteFailureEndsTheRunAndAResumeDropsTheTornLine) {
   EXPECT_EQ(steps, (std::vector<int64_t>{0, 1}));
 }
 
+// Two runs on one checkpoint folder: the second is refused naming the first, which goes on.
+TEST_F(FaultsOutputs, SecondRunOnACheckpointFolderIsRefusedNamingTheFirst) {
+  const std::string first_out = dir_.file("first.out");
+  const std::string flags = "--world 2 --checkpoint-dir " + quoted(ckpt_) + " --checkpoint-every 1";
+  const JobResult job = run_job(
+      dir_, shell(train("--steps 100000 " + flags) + " >" + quoted(first_out) + " 2>&1 & " +
+                  "first=$!; while kill -0 $first && ! grep -q '^checkpoint ' " +
+                  quoted(first_out) + "; do sleep 0.05; done; echo first $first; " +
+                  train("--steps 1 " + flags) + "; echo second exit $?; kill $first; wait"));
+  ASSERT_FALSE(job.hung) << job.err;
+  const size_t at = job.out.find("first ");
+  ASSERT_NE(at, std::string::npos) << job.out;
+  const std::string pid = job.out.substr(at + 6, job.out.find('\n', at) - at - 6);
+  EXPECT_THAT(job.out, HasSubstr("second exit 1"));
+  EXPECT_THAT(job.err, HasSubstr("the checkpoint folder '" + ckpt_ +
+                                 "' is in use by another run (pid " + pid + " on "));
+  EXPECT_GE(newest_complete_step(ckpt_), 1);
+  expect_resumes_from(newest_complete_step(ckpt_));
+}
+
 }  // namespace
 }  // namespace meshtrain::testing
