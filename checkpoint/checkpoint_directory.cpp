@@ -49,6 +49,36 @@ void rename_or_throw(const fs::path& from, const fs::path& to) {
                                  "': ", std::strerror(errno)));
 }
 
+struct StepFolder {
+  int64_t step;
+  fs::path path;
+  bool complete;  // holds index.json and COMPLETE
+};
+
+// Every step-N folder in `dir`, oldest first.
+std::vector<StepFolder> step_folders(const std::string& dir) {
+  std::error_code error;
+  fs::directory_iterator entries(dir, error);
+  if (error)
+    throw IoError(
+        detail::concat("cannot list checkpoint directory '", dir, "': ", error.message()));
+  std::vector<StepFolder> found;
+  for (const fs::directory_entry& entry : entries) {
+    const auto step = step_of(entry.path().filename().string());
+    if (!step || !entry.is_directory(error)) continue;
+    const bool complete = fs::is_regular_file(entry.path() / kCheckpointIndexFile, error) &&
+                          fs::is_regular_file(entry.path() / kCheckpointCompleteMarker, error);
+    found.push_back({*step, entry.path(), complete});
+  }
+  std::sort(found.begin(), found.end(),
+            [](const StepFolder& a, const StepFolder& b) { return a.step < b.step; });
+  return found;
+}
+
+bool is_pruned_name(const std::string& name) {
+  return name.starts_with(".step-") && name.ends_with(".pruned");
+}
+
 }  // namespace
 
 std::string step_directory_name(int64_t step) { return numbered("step-", step, 8, ""); }
@@ -114,28 +144,31 @@ std::string publish_partial_directory(const std::string& dir, int64_t step) {
 }
 
 std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& dir) {
-  std::error_code error;
-  fs::directory_iterator entries(dir, error);
-  if (error)
-    throw IoError(
-        detail::concat("cannot list checkpoint directory '", dir, "': ", error.message()));
   std::vector<std::pair<int64_t, std::string>> found;
-  for (const fs::directory_entry& entry : entries) {
-    const auto step = step_of(entry.path().filename().string());
-    if (step && entry.is_directory(error) &&
-        fs::is_regular_file(entry.path() / kCheckpointIndexFile, error) &&
-        fs::is_regular_file(entry.path() / kCheckpointCompleteMarker, error))
-      found.emplace_back(*step, entry.path().string());
-  }
-  std::sort(found.begin(), found.end());
+  for (const StepFolder& folder : step_folders(dir))
+    if (folder.complete) found.emplace_back(folder.step, folder.path.string());
   return found;
 }
 
 void prune_checkpoints(const std::string& dir, int64_t keep) {
   if (keep == 0) return;
-  const auto found = complete_checkpoints(dir);
-  for (size_t i = 0; i + static_cast<uint64_t>(keep) < found.size(); ++i)
-    remove_tree(found[i].second);
+  const std::vector<StepFolder> folders = step_folders(dir);
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir))  // a crash's leftovers
+    if (is_pruned_name(entry.path().filename().string())) remove_tree(entry.path());
+  int64_t kept = 0, oldest_kept = 0;
+  for (auto it = folders.rbegin(); it != folders.rend() && kept < keep; ++it)
+    if (it->complete) {
+      ++kept;
+      oldest_kept = it->step;
+    }
+  if (kept < keep) return;
+  for (const StepFolder& folder : folders) {
+    if (folder.step >= oldest_kept) break;
+    const fs::path pruned =
+        fs::path(dir) / detail::concat(".", step_directory_name(folder.step), ".pruned");
+    rename_or_throw(folder.path, pruned);
+    remove_tree(pruned);
+  }
   sync_directory(dir);
 }
 

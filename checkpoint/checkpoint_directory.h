@@ -39,7 +39,10 @@ std::string publish_partial_directory(const std::string& dir, int64_t step);
 // The complete checkpoints in `dir` (step-N directories holding index.json and COMPLETE), oldest
 // first. IoError when `dir` does not exist.
 std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& dir);
-// Removes the oldest complete checkpoints beyond the newest `keep` (0 keeps all).
+// Removes the oldest complete checkpoints beyond the newest `keep` (0 keeps all), and every step
+// folder older than those kept, complete or not. Each is first renamed to dir/.step-N.pruned, so
+// a crash mid-removal never leaves a step that looks whole or one that is never pruned; such
+// leftovers are removed by the next prune.
 void prune_checkpoints(const std::string& dir, int64_t keep);
 
 // Held by the one run that writes checkpoints into `dir` (its rank 0, which writes the folder's

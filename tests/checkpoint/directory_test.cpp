@@ -1,17 +1,38 @@
-// The checkpoint folder's housekeeping: the lock that keeps a second run out of a folder in use.
+// The checkpoint folder's housekeeping: pruning that a crash cannot leave half done, and the lock
+// that keeps a second run out of a folder in use.
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "checkpoint/checkpoint_directory.h"
 #include "core/error.h"
+#include "tests/checkpoint/checkpoint_test_support.h"
 #include "tests/support/error_message.h"
 #include "tests/support/scratch_dir.h"
 
 namespace meshtrain::testing {
 namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<TestTensor> kTensors = {{"w", {4, 2}, {{"dp_shard", Shard(0)}}, 1.0f}};
+
+// What a prune killed midway leaves: before, a step folder stripped of its marker and index (never
+// listed again, so never pruned); now, a step renamed aside to .step-N.pruned. The next prune
+// removes both.
+TEST(CheckpointPrune, RemovesWhatAnInterruptedPruneLeft) {
+  ScratchDir dir;
+  const std::string ckpt = dir.file("ckpt");
+  for (int64_t step : {1, 2, 3}) save_on("dp_shard=2", ckpt, step, kTensors);
+  fs::remove(ckpt + "/step-00000001/COMPLETE");
+  fs::remove(ckpt + "/step-00000001/index.json");
+  fs::rename(ckpt + "/step-00000002", ckpt + "/.step-00000002.pruned");
+  save_on("dp_shard=2", ckpt, 4, kTensors, keeping(2));
+  EXPECT_EQ(entries_of(ckpt), (std::vector<std::string>{"step-00000003", "step-00000004"}));
+}
 
 TEST(CheckpointDirectoryLock, ASecondHolderIsRefusedNamingTheFirst) {
   ScratchDir dir;
