@@ -48,17 +48,22 @@ std::string safetensors_to_checkpoint(const std::string& file, const std::string
   }
   // The steps of save_checkpoint with one rank: no communicator, nothing to agree on.
   const std::string partial = prepare_partial_directory(dir, step);
-  ShardWriter writer(partial, shard_file_name(0), std::move(plan), chunk_bytes);
-  for (const auto& [e, name] : kept) {
-    if (shape_numel(e->shape) == 0) continue;
-    const Tensor value = Tensor::empty(e->shape);
-    source.read(e->name, value);
-    writer.write(name, {Shape(e->shape.size(), 0), e->shape}, value);
+  try {
+    ShardWriter writer(partial, shard_file_name(0), std::move(plan), chunk_bytes);
+    for (const auto& [e, name] : kept) {
+      if (shape_numel(e->shape) == 0) continue;
+      const Tensor value = Tensor::empty(e->shape);
+      source.read(e->name, value);
+      writer.write(name, {Shape(e->shape.size(), 0), e->shape}, value);
+    }
+    const CheckpointIndex index = build_index(step, chunk_bytes, metadata, {writer.finish()});
+    write_index_file(partial, index);
+    write_complete_marker(partial, step);
+    return publish_partial_directory(dir, step);
+  } catch (...) {
+    discard_partial_directory(dir, step);
+    throw;
   }
-  const CheckpointIndex index = build_index(step, chunk_bytes, metadata, {writer.finish()});
-  write_index_file(partial, index);
-  write_complete_marker(partial, step);
-  return publish_partial_directory(dir, step);
 }
 
 }  // namespace meshtrain

@@ -16,7 +16,9 @@ inline constexpr int32_t kTokenFileVersion = 1;
 std::vector<uint16_t> read_token_file(const std::string& path);
 void write_token_file(const std::string& path, const std::vector<uint16_t>& tokens);
 
-// Byte-level tokenisation (vocab 256): one token per byte of the text file. Returns the count.
+// Byte-level tokenisation (vocab 256): one token per byte of the text file, read and written a
+// chunk at a time. Returns the count; IoError naming the file when a read or write fails or the
+// text holds more bytes than a token file counts (INT32_MAX).
 int64_t prepare_byte_tokens(const std::string& text_path, const std::string& token_path);
 
 }  // namespace meshtrain

@@ -14,7 +14,9 @@ void add_prepare_command(CLI::App& app) {
   cmd->add_option("tokens", *tokens, "token file to write (llm.c format, vocab 256)")->required();
   cmd->callback([text, tokens] {
     check_output_is_not_input(*tokens, "the token file", *text, "the text file");
-    const int64_t count = prepare_byte_tokens(*text, *tokens);
+    AtomicFile out(*tokens);  // a failed prepare leaves an existing token file as it was
+    const int64_t count = prepare_byte_tokens(*text, out.partial_path());
+    out.commit();
     std::cout << "wrote " << count << " tokens to " << *tokens << "\n";
   });
 }

@@ -168,5 +168,33 @@ TEST_F(FaultsOutputs, SecondRunOnACheckpointFolderIsRefusedNamingTheFirst) {
   expect_resumes_from(newest_complete_step(ckpt_));
 }
 
+// A convert that fails (a file-size limit here) leaves no partial checkpoint behind.
+TEST_F(FaultsOutputs, FailedConvertLeavesNoPartial) {
+  const JobResult run = run_job(dir_, train("--steps 1 --save " + quoted(save_)));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string imported = dir_.file("imported");
+  const JobResult job = run_job(
+      dir_, shell("ulimit -f 1 && exec " + cli() + " convert " + quoted(save_) + " " +
+                  quoted(imported)));
+  EXPECT_EQ(job.exit_code, 1);
+  EXPECT_THAT(job.err, HasSubstr(std::strerror(EFBIG)));
+  EXPECT_TRUE(entries_of(imported).empty());
+}
+
+// prepare reads a chunk at a time into a partial file: a text without end (/dev/zero) and a disk
+// that fills (a 1 MiB file-size limit) fail at once, and the token file there stays as it was.
+TEST_F(FaultsOutputs, PrepareOfAnEndlessTextFailsAndKeepsTheTokenFile) {
+  const std::string before = read_text(tokens_);
+  const JobResult job = run_job(
+      dir_, shell("ulimit -v 2000000 && ulimit -f 2048 && exec " + cli() + " prepare /dev/zero " +
+                  quoted(tokens_)));
+  ASSERT_FALSE(job.hung);
+  EXPECT_EQ(job.exit_code, 1);
+  EXPECT_THAT(job.err, HasSubstr("writing token file '" + tokens_ + ".partial' failed: " +
+                                 std::strerror(EFBIG)));
+  EXPECT_TRUE(read_text(tokens_) == before) << "the token file changed";
+  EXPECT_FALSE(fs::exists(tokens_ + ".partial"));
+}
+
 }  // namespace
 }  // namespace meshtrain::testing
