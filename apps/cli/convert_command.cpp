@@ -54,7 +54,8 @@ void add_convert_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingPath);
   cmd->add_option("output", f->output, "the safetensors file, or the folder of the new checkpoint")
-      ->required();
+      ->required()
+      ->check(kNonEmptyPath);
   cmd->add_option("--heads", f->heads, "attention heads (safetensors input only)");
   cmd->callback([f] { convert(*f); });
 }

@@ -11,7 +11,9 @@ void add_prepare_command(CLI::App& app) {
   auto text = std::make_shared<std::string>();
   auto tokens = std::make_shared<std::string>();
   cmd->add_option("text", *text, "UTF-8 (or any) text file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("tokens", *tokens, "token file to write (llm.c format, vocab 256)")->required();
+  cmd->add_option("tokens", *tokens, "token file to write (llm.c format, vocab 256)")
+      ->required()
+      ->check(kNonEmptyPath);
   cmd->callback([text, tokens] {
     check_output_is_not_input(*tokens, "the token file", *text, "the text file");
     AtomicFile out(*tokens);  // a failed prepare leaves an existing token file as it was

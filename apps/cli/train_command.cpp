@@ -153,17 +153,21 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--seed", c.seed, "initialisation and sampling seed")
       ->capture_default_str()
       ->check(non_negative);
-  cmd->add_option("--save", c.save_path, "write the trained model (safetensors)");
-  cmd->add_option("--metrics", c.metrics_path, "write per-step metrics (JSON lines)");
+  cmd->add_option("--save", c.save_path, "write the trained model (safetensors)")
+      ->check(kNonEmptyPath);
+  cmd->add_option("--metrics", c.metrics_path, "write per-step metrics (JSON lines)")
+      ->check(kNonEmptyPath);
   cmd->add_option("--trace", c.trace_dir,
                   "write a Chrome trace per rank to this folder (DIR/rank_<r>.json; open in "
-                  "Perfetto or chrome://tracing; docs/tracing.md)");
+                  "Perfetto or chrome://tracing; docs/tracing.md)")
+      ->check(kNonEmptyPath);
   cmd->add_flag("--profile", c.profile,
                 "print a profile at the end: time per kernel, exposed and in-flight "
                 "communication, achieved FLOP/s");
   cmd->add_option("--checkpoint-dir", c.checkpoint_dir,
                   "write distributed checkpoints here (docs/checkpoint.md); each rank writes "
-                  "only its own shards");
+                  "only its own shards")
+      ->check(kNonEmptyPath);
   cmd->add_option("--checkpoint-every", c.checkpoint_every,
                   "steps between checkpoints (0: only after the last step)")
       ->capture_default_str();

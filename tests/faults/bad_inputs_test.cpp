@@ -43,6 +43,8 @@ const BadInput kBadInputs[] = {
     {"SaveIntoMissingFolder", "--save {dir}/missing/model.safetensors",
      "--save: the folder '{dir}/missing' does not exist"},
     {"SaveOntoDirectory", "--save {dir}", "--save '{dir}' is a directory"},
+    {"SaveEmpty", "--save ''", "--save: expected a path, got ''"},
+    {"MetricsEmpty", "--metrics ''", "--metrics: expected a path, got ''"},
     {"DataShorterThanOneStep", "", "holds 10 tokens, fewer than one step reads", "", "",
      "short.bin"},
     {"LocalBackendUnderMpirun", "", "running under mpirun with 2 processes but --backend local",
