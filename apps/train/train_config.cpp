@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "apps/train/launcher.h"
+#include "apps/train/reporter.h"
 #include "apps/train/run_estimate.h"
 #include "checkpoint/durable_files.h"
 #include "core/device_memory.h"
@@ -46,8 +47,8 @@ void check_writable(const std::string& folder, const char* flag, const char* wha
   MT_CHECK(access(folder.c_str(), W_OK) == 0, flag, ": the folder '", folder, "' is not writable");
   const double free = free_disk_bytes(folder);
   MT_CHECK(free < 0 || free >= bytes, flag, ": the file system of '", folder, "' has ",
-           static_cast<int64_t>(free / (1 << 20)), " MiB free, ", what, " needs about ",
-           static_cast<int64_t>(bytes / (1 << 20)), " MiB");
+           format_bytes(static_cast<uint64_t>(free)), " free, ", what, " needs about ",
+           format_bytes(static_cast<uint64_t>(bytes)));
 }
 
 // An output is written after training (or as it goes): check it before the first step, so a typo,
