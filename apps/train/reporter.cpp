@@ -60,7 +60,8 @@ void TrainReporter::write_metrics(const std::string& line) {
   // Opened at the first step, once the run has started: a run refused before it (a checkpoint
   // folder ahead of it, other data) leaves the file of the run before as it was.
   if (!metrics_.is_open()) {
-    metrics_.open(config_.metrics_path, config_.resume_dir.empty() ? std::ios::trunc : std::ios::app);
+    metrics_.open(config_.metrics_path,
+                  config_.resume_dir.empty() ? std::ios::trunc : std::ios::app);
     if (!metrics_)
       throw IoError(detail::concat("cannot open the metrics file '", config_.metrics_path,
                                    "': ", std::strerror(errno)));

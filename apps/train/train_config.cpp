@@ -131,7 +131,8 @@ void TrainConfig::validate() const {
   check_output_file(save_path, "--save", 4.0 * params);
   check_output_file(metrics_path, "--metrics", 0.0);
   // No output may overwrite an input, or another output.
-  for (const auto& [output, flag] : {std::pair{&save_path, "--save"}, {&metrics_path, "--metrics"}}) {
+  for (const auto& [output, flag] :
+       {std::pair{&save_path, "--save"}, {&metrics_path, "--metrics"}}) {
     check_output_is_not_input(*output, flag, data_path, "the --data file");
     check_output_is_not_input(*output, flag, init_path, "the --init path");
   }

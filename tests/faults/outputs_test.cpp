@@ -119,7 +119,8 @@ TEST_F(FaultsOutputs, PlantedPartialSymlinkIsNotWrittenThrough) {
 // after it drops the torn last line and logs the step again.
 TEST_F(FaultsOutputs, MetricsWriteFailureEndsTheRunAndAResumeDropsTheTornLine) {
   const JobResult first = run_job(
-      dir_, train("--steps 1 --checkpoint-dir " + quoted(ckpt_) + " --metrics " + quoted(metrics_)));
+      dir_,
+      train("--steps 1 --checkpoint-dir " + quoted(ckpt_) + " --metrics " + quoted(metrics_)));
   ASSERT_EQ(first.exit_code, 0) << first.err;
   {  // lines a resume keeps, up to just below the 64 KiB the fault allows
     std::string text = read_text(metrics_);
