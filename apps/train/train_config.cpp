@@ -142,6 +142,7 @@ void TrainConfig::validate() const {
   MT_CHECK_GE(checkpoint_every, 0, "--checkpoint-every must not be negative");
   MT_CHECK_GE(keep, 0, "--keep must not be negative");
   MT_CHECK_GE(sample_bytes, 0, "--sample must not be negative (0: no sample)");
+  check_range(sample_bytes, int64_t{1} << 20, "--sample");  // printed only once it is complete
   MT_CHECK(!checkpoint_dir.empty() || (checkpoint_every == 0 && keep == 0),
            "--checkpoint-every and --keep need --checkpoint-dir");
   MT_CHECK(resume_dir.empty() || init_path.empty(),

@@ -125,6 +125,13 @@ Schedule make_schedule(ScheduleKind kind, int ranks, int micro_batches, int virt
     MT_CHECK_EQ(virtual_stages, 1, name,
                 " runs one stage per rank; only interleaved takes virtual stages");
   }
+  // Each (stage, micro-batch) pair is a forward, a backward and up to four transfers; the
+  // simulator and the checks walk them all. Past this the schedule would take gigabytes.
+  const int64_t actions = int64_t{6} * ranks * micro_batches * virtual_stages;
+  MT_CHECK(actions <= kMaxScheduleActions, name, " with ", ranks, " ranks x ", micro_batches,
+           " micro-batches x ", virtual_stages, " virtual stages has about ", actions,
+           " actions; at most ", kMaxScheduleActions,
+           " are built (fewer micro-batches or virtual stages per step)");
   Schedule compute{ranks, virtual_stages, micro_batches, {}};
   for (int rank = 0; rank < ranks; ++rank) {
     switch (kind) {

@@ -1,6 +1,7 @@
 // The classic pipeline schedules, generated as data (schedule.h) with their sends and receives.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "plugins/pp/schedule.h"
@@ -17,9 +18,16 @@ enum class ScheduleKind {
 ScheduleKind parse_schedule_kind(std::string_view name);  // gpipe, 1f1b, interleaved, zb-h1
 std::string_view schedule_kind_name(ScheduleKind kind);
 
+// The most actions (forwards, backwards, sends and receives, over all ranks) a schedule may have,
+// counted as 6 x pp x micro-batches x virtual stages: 200 MB of actions at this bound, before the
+// checks' and the simulator's own maps (pp = 64 with 1024 micro-batches and 4 virtual stages is
+// 1.6 million).
+inline constexpr int64_t kMaxScheduleActions = int64_t{1} << 24;
+
 // The schedule of `kind` for `ranks` pipeline ranks and `micro_batches` micro-batches per step.
 // `virtual_stages` (stages per rank) must be 1 except for interleaved, which needs at least 2 and
-// at least as many micro-batches as ranks. Throws InvalidArgument naming the bad value.
+// at least as many micro-batches as ranks, and the schedule at most kMaxScheduleActions actions.
+// Throws InvalidArgument naming the bad value.
 Schedule make_schedule(ScheduleKind kind, int ranks, int micro_batches, int virtual_stages = 1);
 
 }  // namespace meshtrain

@@ -177,6 +177,18 @@ TEST(TrainConfig, MissingDataAndNonPositiveCounts) {
   EXPECT_THAT(validate_message(c), HasSubstr("--wd must not be negative"));
 }
 
+// Sizes that would run for hours or build for ever are refused before the run (issue 25).
+TEST(TrainConfig, ThreadsAndSampleAreBounded) {
+  TrainConfig c = valid_config();
+  c.threads = 5000;
+  EXPECT_THAT(validate_message(c), HasSubstr("--threads 5000 is out of range; at most 4096"));
+  c = valid_config();
+  c.sample_bytes = (int64_t{1} << 20) + 1;
+  EXPECT_THAT(validate_message(c), HasSubstr("--sample 1048577 is out of range; at most 1048576"));
+  c.sample_bytes = int64_t{1} << 20;
+  EXPECT_EQ(validate_message(c), "<valid>");
+}
+
 TEST(TrainConfig, ParseBackend) {
   EXPECT_EQ(parse_backend("local"), BackendKind::local);
   EXPECT_EQ(parse_backend("mpi"), BackendKind::mpi);
