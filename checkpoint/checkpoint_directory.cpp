@@ -107,7 +107,14 @@ void discard_partial_directory(const std::string& dir, int64_t step) noexcept {
 
 std::string write_index_file(const std::string& partial, const CheckpointIndex& index) {
   const std::string path = (fs::path(partial) / kCheckpointIndexFile).string();
-  write_file_synced(path, index_to_json(index).dump(1) + "\n");
+  const std::string text = index_to_json(index).dump(1) + "\n";
+  // A checkpoint that could not be resumed must not be published.
+  if (text.size() > kMaxCheckpointIndexBytes)
+    throw IoError(detail::concat("the checkpoint index would be ", text.size(),
+                                 " bytes, past the ", kMaxCheckpointIndexBytes >> 20,
+                                 " MiB its readers accept (", index.tensors.size(),
+                                 " tensors): fewer ranks or larger shards per rank"));
+  write_file_synced(path, text);
   return path;
 }
 

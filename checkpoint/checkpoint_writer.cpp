@@ -121,7 +121,7 @@ std::string save_checkpoint(Communicator& world, const std::string& dir, int64_t
   attempt(error, [&] {
     MT_CHECK_GE(step, 0, "checkpoint steps are non-negative");
     MT_CHECK_GE(options.keep, 0, "CheckpointSaveOptions::keep counts checkpoints (0: all)");
-    MT_CHECK(options.chunk_bytes > 0 && options.chunk_bytes <= (1u << 30),
+    MT_CHECK(options.chunk_bytes > 0 && options.chunk_bytes <= kMaxCheckpointChunkBytes,
              "CheckpointSaveOptions::chunk_bytes must be in [1, 1 GiB], got ", options.chunk_bytes);
   });
   if (root) attempt(error, [&] { prepare_partial_directory(dir, step); });

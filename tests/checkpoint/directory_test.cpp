@@ -48,5 +48,19 @@ TEST(CheckpointDirectoryLock, ASecondHolderIsRefusedNamingTheFirst) {
   const CheckpointDirectoryLock again(ckpt);  // released with the first
 }
 
+// An index its readers would refuse (past kMaxCheckpointIndexBytes) is never written, so no
+// checkpoint is published that cannot be resumed: here 5 million CRCs of one slice, about 70 MB.
+TEST(CheckpointIndexFile, OnePastTheReadersLimitIsNotWritten) {
+  ScratchDir dir;
+  CheckpointIndex index;
+  index.chunk_bytes = 1;
+  StoredSlice slice{"rank-00000.safetensors", "w@0", {{0}, {5'000'000}}, {}};
+  slice.crc32.assign(5'000'000, 4'000'000'000u);
+  index.tensors["w"] = {{5'000'000}, {slice}};
+  expect_error<IoError>([&] { write_index_file(dir.file(""), index); },
+                        "the checkpoint index would be", "past the 64 MiB its readers accept");
+  EXPECT_FALSE(fs::exists(dir.file("index.json")));
+}
+
 }  // namespace
 }  // namespace meshtrain::testing
