@@ -9,6 +9,11 @@
 
 namespace meshtrain {
 
+double local_rank_overhead_bytes(int world) {
+  const double w = static_cast<double>(world);
+  return 2.2 * (1 << 20) + 0.95 * w * w;
+}
+
 HostBytes estimate_rank_host_bytes(const TrainConfig& config) {
   const MeshLayout mesh = config.effective_mesh();
   const auto size = [&](std::string_view axis) {
@@ -42,7 +47,7 @@ HostBytes estimate_rank_host_bytes(const TrainConfig& config) {
     count(model_state, "offloaded model state");
   }
   if (config.backend == BackendKind::local)
-    count(kLocalRankOverheadBytes, "the local backend's overhead");
+    count(local_rank_overhead_bytes(config.world), "the local backend's overhead");
   return host;
 }
 

@@ -12,9 +12,15 @@
 namespace meshtrain {
 
 // Resident memory one rank of the local backend costs beyond its tensors (its thread, its
-// communicators' progress threads, their stacks and allocator arenas). Measured 2026-12-03: the
-// tiny model at --world 100 and 500 peaked at 333 MB and 1,558 MB resident, 3.1 MB per rank.
-inline constexpr double kLocalRankOverheadBytes = 3.0 * (1 << 20);
+// communicators' progress threads, their stacks and allocator arenas, and what grows with the
+// world: per-peer state of the groups, the step figures gathered from every rank). Measured
+// 2026-12-04, peak resident set of the tiny model for one step (--batch W --seq 8) at W = 250,
+// 500, 1000 and 2000: 2.63, 3.08, 3.65 and 5.84 MiB per rank, growing faster than W. A fit from
+// below (so a run the estimate refuses cannot fit), not a model of where the bytes go:
+// 2.2 MiB + 0.95 B x W^2 per rank, within 0.3% of the peak at W = 2000 and below the others;
+// 10.4 MiB at W = 3000 (30 GiB in all, where 3000 ranks used to pass the check and run the
+// 24 GiB build machine out of memory).
+double local_rank_overhead_bytes(int world);
 
 // A lower bound of one rank's peak host bytes (in double, so that no size overflows) and its parts
 // ("model state, logits, the local backend's overhead").
