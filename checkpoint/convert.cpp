@@ -11,6 +11,7 @@
 namespace meshtrain {
 
 void checkpoint_to_safetensors(const std::string& checkpoint, const std::string& file,
+                               const std::map<std::string, std::string>& metadata,
                                std::string_view skip_prefix) {
   check_output_is_not_input(file, "the output", checkpoint, "the checkpoint");
   CheckpointReader reader(checkpoint);
@@ -19,7 +20,9 @@ void checkpoint_to_safetensors(const std::string& checkpoint, const std::string&
     if (skip_prefix.empty() || !name.starts_with(skip_prefix))
       specs.push_back({name, DType::f32, reader.global_shape(name)});
   AtomicFile out(file);  // a failed export leaves an existing `file` as it was
-  SafetensorsWriter writer(out.partial_path(), specs, {{"format", "pt"}});
+  std::map<std::string, std::string> file_metadata = metadata;
+  file_metadata["format"] = "pt";
+  SafetensorsWriter writer(out.partial_path(), specs, file_metadata);
   for (const SafetensorsSpec& spec : specs) {
     const Tensor value = Tensor::empty(spec.shape);
     reader.read_box(spec.name, {Shape(spec.shape.size(), 0), spec.shape}, value);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,8 +16,10 @@ namespace meshtrain {
 
 // Writes every tensor of `checkpoint` (a step-N directory) whose name does not start with
 // `skip_prefix` (the optimizer state by default) to `file` as F32, with the metadata
-// {"format": "pt"} that Hugging Face loaders expect.
+// {"format": "pt"} that Hugging Face loaders expect and `metadata` besides (what the model needs
+// to load it again, such as its head count).
 void checkpoint_to_safetensors(const std::string& checkpoint, const std::string& file,
+                               const std::map<std::string, std::string>& metadata = {},
                                std::string_view skip_prefix = "optimizer.");
 
 // The name a file's key is stored under in a checkpoint, or nullopt to leave that tensor out.

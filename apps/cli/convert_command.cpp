@@ -5,6 +5,7 @@
 #include "apps/train/checkpoint_config.h"
 #include "apps/train/training_checkpoint.h"
 #include "checkpoint/checkpoint_directory.h"
+#include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/convert.h"
 #include "core/error.h"
 #include "models/checkpoint.h"
@@ -21,7 +22,12 @@ struct ConvertFlags {
 void convert(const ConvertFlags& f) {
   if (is_checkpoint_path(f.input)) {
     const std::string checkpoint = find_checkpoint(f.input, "convert");
-    checkpoint_to_safetensors(checkpoint, f.output);
+    // The head count, which the tensors' shapes do not give, as --save writes it; a checkpoint
+    // of no trainer run (no model in its metadata) exports without it.
+    std::map<std::string, std::string> metadata;
+    if (const CheckpointReader reader(checkpoint); reader.metadata().contains("model"))
+      metadata["heads"] = std::to_string(checkpoint_model(reader).heads);
+    checkpoint_to_safetensors(checkpoint, f.output, metadata);
     std::cout << "wrote the parameters of " << checkpoint << " to " << f.output << "\n";
     return;
   }

@@ -198,9 +198,10 @@ TEST_F(Cli, CheckpointResumeAndConvert) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(tensors_of(exported), tensors_of(saved)) << "convert and --save write the same model";
   EXPECT_EQ(SafetensorsReader(exported).metadata().at("format"), "pt");
+  EXPECT_EQ(SafetensorsReader(exported).metadata().at("heads"), "4") << "as --save writes it";
 
   const std::string imported = dir_.file("imported");
-  r = run_cli(dir_, "convert '" + exported + "' '" + imported + "' --heads 4");
+  r = run_cli(dir_, "convert '" + exported + "' '" + imported + "'");  // heads from the file
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = run_cli(dir_, "train --data '" + tokens_ + "' --batch 4 --seq 16 --sample 0 --steps 1 "
                     "--init '" + imported + "'");
