@@ -112,6 +112,7 @@ class Team {
   // Part indices take the low bits of the claim word, the generation the rest (2^48 jobs).
   static constexpr int kIndexBits = 16;
   static_assert(kMaxCpuThreads < (1 << kIndexBits));
+  static int part_of(uint64_t word) { return static_cast<int>(word & ((1u << kIndexBits) - 1)); }
 
   // Starts workers until the team has `workers`. A thread that cannot be created is an error here,
   // before the job is published.
@@ -155,9 +156,9 @@ class Team {
       uint64_t word = claim_.load(std::memory_order_relaxed);
       do {
         if (word >> kIndexBits != generation) return;
-        if (static_cast<int>(word & ((1u << kIndexBits) - 1)) >= parts) return;
+        if (part_of(word) >= parts) return;
       } while (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel));
-      run_part(job, context, static_cast<int>(word & ((1u << kIndexBits) - 1)));
+      run_part(job, context, part_of(word));
       if (unfinished_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard lock(mutex_);
         done_.notify_one();
