@@ -2,14 +2,14 @@
 #include <iostream>
 
 #include "apps/cli/commands.h"
-#include "apps/train/checkpoint_config.h"
-#include "apps/train/training_checkpoint.h"
-#include "checkpoint/checkpoint_directory.h"
-#include "checkpoint/checkpoint_reader.h"
-#include "checkpoint/convert.h"
-#include "core/error.h"
-#include "models/checkpoint.h"
-#include "models/gpt2.h"
+#include "meshtrain/train/checkpoint_config.h"
+#include "meshtrain/train/training_checkpoint.h"
+#include "meshtrain/checkpoint/checkpoint_directory.h"
+#include "meshtrain/checkpoint/checkpoint_reader.h"
+#include "meshtrain/checkpoint/convert.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/models/checkpoint.h"
+#include "meshtrain/models/gpt2.h"
 
 namespace meshtrain {
 

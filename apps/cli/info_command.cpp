@@ -1,9 +1,9 @@
 #include <iostream>
 
 #include "apps/cli/commands.h"
-#include "core/device_memory.h"
+#include "meshtrain/core/device_memory.h"
 #include "meshtrain/config.h"
-#include "models/gpt2_config.h"
+#include "meshtrain/models/gpt2_config.h"
 
 namespace meshtrain {
 

@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/cli/commands.h"
-#include "apps/train/job_error.h"
+#include "meshtrain/train/job_error.h"
 
 int main(int argc, char** argv) {
   // Past a file-size limit (ulimit -f) a write should fail with an error naming the file, not kill

@@ -1,8 +1,8 @@
 #include <iostream>
 
 #include "apps/cli/commands.h"
-#include "checkpoint/durable_files.h"
-#include "models/token_file.h"
+#include "meshtrain/checkpoint/durable_files.h"
+#include "meshtrain/models/token_file.h"
 
 namespace meshtrain {
 

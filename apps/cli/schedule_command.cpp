@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "apps/cli/commands.h"
-#include "core/error.h"
-#include "plugins/pp/schedule_generators.h"
-#include "plugins/pp/schedule_sim.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/plugins/pp/schedule_generators.h"
+#include "meshtrain/plugins/pp/schedule_sim.h"
 
 namespace meshtrain {
 

@@ -5,12 +5,12 @@
 #include <memory>
 
 #include "apps/cli/commands.h"
-#include "apps/train/checkpoint_config.h"
-#include "apps/train/launcher.h"
-#include "apps/train/run_training.h"
-#include "apps/train/training_checkpoint.h"
-#include "core/error.h"
-#include "core/parse_integer.h"
+#include "meshtrain/train/checkpoint_config.h"
+#include "meshtrain/train/launcher.h"
+#include "meshtrain/train/run_training.h"
+#include "meshtrain/train/training_checkpoint.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/parse_integer.h"
 
 namespace meshtrain {
 

@@ -22,7 +22,7 @@
 
 #include "bench/checkpoint/checkpoint_run.h"
 #include "bench/train/token_corpus.h"
-#include "core/error.h"
+#include "meshtrain/core/error.h"
 
 namespace meshtrain::bench {
 namespace {

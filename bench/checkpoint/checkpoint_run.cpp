@@ -6,11 +6,11 @@
 #include <functional>
 #include <optional>
 
-#include "apps/train/trainer.h"
-#include "checkpoint/checkpoint_directory.h"
-#include "core/comm/gather_values.h"
-#include "core/comm/local/spawn_ranks.h"
-#include "core/error.h"
+#include "meshtrain/train/trainer.h"
+#include "meshtrain/checkpoint/checkpoint_directory.h"
+#include "meshtrain/core/comm/gather_values.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/core/error.h"
 
 namespace meshtrain::bench {
 

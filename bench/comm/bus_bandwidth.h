@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "core/comm/types.h"
+#include "meshtrain/core/comm/types.h"
 
 namespace meshtrain::bench {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bench/comm/bus_bandwidth.h"
-#include "core/comm/local/local_world.h"
+#include "meshtrain/core/comm/local/local_world.h"
 
 namespace meshtrain::bench {
 namespace {

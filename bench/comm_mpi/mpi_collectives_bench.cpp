@@ -11,8 +11,8 @@
 #include <benchmark/benchmark.h>
 
 #include "bench/comm/bus_bandwidth.h"
-#include "core/comm/gather_values.h"
-#include "core/comm/mpi/mpi_world.h"
+#include "meshtrain/core/comm/gather_values.h"
+#include "meshtrain/core/comm/mpi/mpi_world.h"
 
 namespace meshtrain {
 namespace {

@@ -3,7 +3,7 @@
 // (OpenBLAS sgemm; the step computes in f32) and in bf16 (oneDNN; the step runs with FSDP
 // param_dtype=bf16: bf16 parameters, activations and gradients, fp32 masters), once with one
 // thread and once with all cores, in one run. The GEMMs are timed through the kernels' own helpers
-// (core/ops/cpu/blas.h), which split a GEMM's output across the threads.
+// (meshtrain/core/ops/cpu/blas.h), which split a GEMM's output across the threads.
 //
 //   compute_bench [--threads=N] [--dim=512] [--layers=6] [--heads=8] [--seq=128] [--batch=8]
 //                 [--warmup=2] [--steps=5]
@@ -17,11 +17,11 @@
 
 #include "bench/compute/step_gemms.h"
 #include "bench/train/mode_run.h"
-#include "apps/train/trace_output.h"
+#include "meshtrain/train/trace_output.h"
 #include "bench/train/token_corpus.h"
-#include "core/comm/local/spawn_ranks.h"
-#include "core/error.h"
-#include "core/ops/cpu/cpu_threads.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/cpu/cpu_threads.h"
 
 namespace meshtrain::bench {
 namespace {
@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
   const GPT2Config model = make_train_config(s, step_spec(DType::f32), corpus.path()).model;
   const std::vector<StepGemm> gemms = step_gemms(model, s.batch, s.seq);
 
-  // Model FLOPs of a step as --profile counts them (apps/train/trace_output.h): 6 * parameters *
+  // Model FLOPs of a step as --profile counts them (meshtrain/train/trace_output.h): 6 * parameters *
   // tokens plus attention's 12 * B * L * T^2 * d, printed as those two terms.
   const double tokens = static_cast<double>(s.batch * s.seq);
   const double model_gflop = 1e-9 * model_flops_per_step(model, s.batch, s.seq);

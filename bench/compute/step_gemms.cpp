@@ -4,14 +4,14 @@
 #include <vector>
 
 #include "bench/train/mode_run.h"
-#include "core/ops/cpu/blas.h"
+#include "meshtrain/core/ops/cpu/blas.h"
 
 namespace meshtrain::bench {
 
 namespace {
 
 // A linear in GPT-2's Conv1D layout (weight [in, out]) over `rows` tokens: forward, d_in =
-// d_out W^T, d_weight += in^T d_out (core/ops/cpu/linear.cpp). With a bias the forward GEMM adds
+// d_out W^T, d_weight += in^T d_out (meshtrain/core/ops/cpu/linear.cpp). With a bias the forward GEMM adds
 // onto the bias-seeded output (beta = 1).
 void add_linear(std::vector<StepGemm>& out, const std::string& name, int64_t rows, int64_t in,
                 int64_t o, int64_t per_step) {
@@ -44,13 +44,13 @@ std::vector<StepGemm> step_gemms(const GPT2Config& model, int64_t batch, int64_t
   add_linear(g, "attn c_proj", rows, d, d, L);
   add_linear(g, "mlp c_fc", rows, d, 4 * d, L);
   add_linear(g, "mlp c_proj", rows, 4 * d, d, L);
-  // The tied lm head (parallel/nn/lm_head_loss.cpp): logits = x wte^T, d_x = d_logits wte,
+  // The tied lm head (meshtrain/parallel/nn/lm_head_loss.cpp): logits = x wte^T, d_x = d_logits wte,
   // d_wte += d_logits^T x.
   g.push_back({"lm_head fwd", false, true, rows, v, d, d, d, v, 0.0f, 1, true});
   g.push_back({"lm_head d_in", false, false, rows, d, v, v, d, d, 0.0f, 1, false});
   g.push_back({"lm_head d_weight", true, false, v, d, rows, v, d, d, 1.0f, 1, false});
   // Attention per (sequence, head), q/k/v read in place from qkv [T, 3d]
-  // (core/ops/cpu/attention.cpp):
+  // (meshtrain/core/ops/cpu/attention.cpp):
   // S = Q K^T and O = P V forward; dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q backward.
   g.push_back(
       {"attn QK^T fwd", false, true, seq, seq, hd, ld_qkv, ld_qkv, seq, 0.0f, per_head, true});

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
-#include "models/gpt2_config.h"
+#include "meshtrain/core/dtype.h"
+#include "meshtrain/models/gpt2_config.h"
 
 namespace meshtrain::bench {
 
@@ -26,10 +26,10 @@ struct StepGemm {
 
 // Every linear (c_attn, attn c_proj, c_fc, mlp c_proj, the tied lm head) forward, d_in and
 // d_weight over rows = batch * seq tokens, and attention's per-(sequence, head) score and value
-// GEMMs forward and backward, with the strides and beta of core/ops/cpu.
+// GEMMs forward and backward, with the strides and beta of meshtrain/core/ops/cpu.
 std::vector<StepGemm> step_gemms(const GPT2Config& model, int64_t batch, int64_t seq);
 
-// Seconds per call of `g` on its own buffers through the kernels' GEMM helpers (core/ops/cpu/blas.h:
+// Seconds per call of `g` on its own buffers through the kernels' GEMM helpers (meshtrain/core/ops/cpu/blas.h:
 // f32 on OpenBLAS, bf16 on oneDNN, blocks across the calling thread's CPU threads): the median over
 // repeated timed loops, after a warm-up call.
 double gemm_seconds(const StepGemm& g, DType dtype);

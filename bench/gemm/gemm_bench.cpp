@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "core/ops/cpu/cpu_threads.h"
-#include "core/ops/ops.h"
+#include "meshtrain/core/ops/cpu/cpu_threads.h"
+#include "meshtrain/core/ops/ops.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 //      compute (FSDP param_dtype), reporting tokens/s, achieved model FLOP/s and MFU against the
 //      H100/H200 SXM dense peak of the dtype: 989 TFLOP/s bf16 (tensor cores, fp32 accumulation),
 //      67 TFLOP/s fp32 (no TF32: the f32 GEMMs compute in full fp32). FLOPs per step
-//      (apps/train/trace_output.h, model_flops_per_step): 6 N tokens for the weights, N counting
+//      (meshtrain/train/trace_output.h, model_flops_per_step): 6 N tokens for the weights, N counting
 //      every parameter (the position table too), plus 12 B L T^2 d for attention's two products
 //      over the full T x T. That attention term is nanoGPT's and PaLM's; nanoGPT leaves the
 //      position table out of N (0.5% fewer FLOPs here), and counting only the causal half of
@@ -27,11 +27,11 @@
 #include <string>
 #include <vector>
 
-#include "apps/train/run_training.h"
-#include "apps/train/trace_output.h"
+#include "meshtrain/train/run_training.h"
+#include "meshtrain/train/trace_output.h"
 #include "bench/train/mode_run.h"
 #include "bench/train/token_corpus.h"
-#include "core/device_memory.h"
+#include "meshtrain/core/device_memory.h"
 
 namespace meshtrain::bench {
 namespace {

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "core/ops/adamw_hyper.h"
-#include "core/ops/cpu/cpu_threads.h"
-#include "core/ops/ops.h"
+#include "meshtrain/core/ops/adamw_hyper.h"
+#include "meshtrain/core/ops/cpu/cpu_threads.h"
+#include "meshtrain/core/ops/ops.h"
 
 namespace {
 

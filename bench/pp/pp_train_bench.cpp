@@ -17,14 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "apps/train/trainer.h"
+#include "meshtrain/train/trainer.h"
 #include "bench/train/mode_run.h"
 #include "bench/train/token_corpus.h"
-#include "core/comm/local/spawn_ranks.h"
-#include "core/error.h"
-#include "mesh/axis_names.h"
-#include "plugins/pp/pipeline_runner.h"
-#include "plugins/pp/schedule_sim.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/mesh/axis_names.h"
+#include "meshtrain/plugins/pp/pipeline_runner.h"
+#include "meshtrain/plugins/pp/schedule_sim.h"
 
 namespace meshtrain::bench {
 namespace {

@@ -1,6 +1,6 @@
 // Time to generate 256 tokens with the byte-level demo model (V=256, T=64, d=128, L=4, H=4) at
 // the trainer's temperature 0.8, two ways in one run:
-//   kv_cache:  models/sampling.h generate(): one prefill, then one position per token, the
+//   kv_cache:  meshtrain/models/sampling.h generate(): one prefill, then one position per token, the
 //              window re-encoding its last ctx / 2 tokens each time the cache fills;
 //   recompute: the sampler before the cache, one full forward pass over the last min(length, ctx)
 //              tokens per token (written out here as the baseline).
@@ -11,10 +11,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "models/gpt2.h"
-#include "models/rng.h"
-#include "models/sampling.h"
-#include "parallel/engine.h"
+#include "meshtrain/models/gpt2.h"
+#include "meshtrain/models/rng.h"
+#include "meshtrain/models/sampling.h"
+#include "meshtrain/parallel/engine.h"
 
 namespace {
 

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <ctime>
 
-#include "apps/train/trainer.h"
-#include "core/comm/local/spawn_ranks.h"
-#include "core/error.h"
+#include "meshtrain/train/trainer.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/core/error.h"
 
 namespace meshtrain::bench {
 

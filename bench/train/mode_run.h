@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "apps/train/train_config.h"
+#include "meshtrain/train/train_config.h"
 
 namespace meshtrain::bench {
 

@@ -8,8 +8,8 @@
 #include <iterator>
 #include <vector>
 
-#include "core/error.h"
-#include "models/token_file.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/models/token_file.h"
 
 namespace meshtrain::bench {
 

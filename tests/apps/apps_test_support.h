@@ -16,8 +16,8 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/train/train_config.h"
-#include "models/token_file.h"
+#include "meshtrain/train/train_config.h"
+#include "meshtrain/models/token_file.h"
 #include "tests/support/scratch_dir.h"
 
 namespace meshtrain::testing {

@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "models/safetensors.h"
-#include "models/token_file.h"
+#include "meshtrain/models/safetensors.h"
+#include "meshtrain/models/token_file.h"
 #include "tests/apps/apps_test_support.h"
 
 namespace meshtrain {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/train/run_training.h"
+#include "meshtrain/train/run_training.h"
 #include "tests/apps/apps_test_support.h"
 
 namespace meshtrain {

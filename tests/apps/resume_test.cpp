@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "apps/train/run_training.h"
-#include "core/comm/local/spawn_ranks.h"
-#include "models/token_file.h"
+#include "meshtrain/train/run_training.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/models/token_file.h"
 #include "tests/support/error_message.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/training_runs.h"

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <mutex>
 
-#include "mesh/mesh_layout.h"
-#include "models/checkpoint.h"
-#include "models/gpt2.h"
+#include "meshtrain/mesh/mesh_layout.h"
+#include "meshtrain/models/checkpoint.h"
+#include "meshtrain/models/gpt2.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/training_runs.h"
 

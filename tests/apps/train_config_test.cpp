@@ -1,6 +1,6 @@
 // TrainConfig::validate: each bad setting is an InvalidArgument naming the flag and what was
 // expected.
-#include "apps/train/train_config.h"
+#include "meshtrain/train/train_config.h"
 
 #include <algorithm>
 #include <limits>
@@ -8,10 +8,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "apps/train/run_estimate.h"
-#include "core/device_memory.h"
-#include "core/error.h"
-#include "core/ops/cpu/cpu_threads.h"
+#include "meshtrain/train/run_estimate.h"
+#include "meshtrain/core/device_memory.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/cpu/cpu_threads.h"
 
 namespace meshtrain {
 namespace {

@@ -1,6 +1,6 @@
 // A short training run through run_training: the returned metrics and the metrics file (JSON
 // lines, one object per step).
-#include "apps/train/run_training.h"
+#include "meshtrain/train/run_training.h"
 
 #include <cmath>
 #include <sstream>
@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "apps/train/trainer.h"
-#include "core/comm/local/spawn_ranks.h"
+#include "meshtrain/train/trainer.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
 #include "tests/apps/apps_test_support.h"
 #include "tests/support/error_message.h"
 

@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "core/comm/mpi/mpi_world.h"
+#include "meshtrain/core/comm/mpi/mpi_world.h"
 #include "tests/comm_mpi/mpi_test_env.h"
 
 namespace meshtrain::testing {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/train/run_training.h"
+#include "meshtrain/train/run_training.h"
 #include "tests/apps_mpi/mpi_runs.h"
 #include "tests/comm_mpi/mpi_test_env.h"
 

@@ -4,10 +4,10 @@
 
 #include <mutex>
 
-#include "checkpoint/checkpoint_reader.h"
-#include "core/comm/local/spawn_ranks.h"
-#include "mesh/box_copy.h"
-#include "mesh/box_runs.h"
+#include "meshtrain/checkpoint/checkpoint_reader.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/mesh/box_copy.h"
+#include "meshtrain/mesh/box_runs.h"
 
 namespace meshtrain::testing {
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/checkpoint_writer.h"
-#include "mesh/layout.h"
-#include "mesh/mesh_layout.h"
+#include "meshtrain/checkpoint/checkpoint_writer.h"
+#include "meshtrain/mesh/layout.h"
+#include "meshtrain/mesh/mesh_layout.h"
 
 namespace meshtrain::testing {
 

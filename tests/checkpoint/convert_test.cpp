@@ -1,17 +1,17 @@
 // Export to one safetensors file (model tensors only) and import as a one-rank checkpoint.
-#include "checkpoint/convert.h"
+#include "meshtrain/checkpoint/convert.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "checkpoint/checkpoint_directory.h"
-#include "checkpoint/checkpoint_reader.h"
-#include "checkpoint/durable_files.h"
-#include "core/bf16.h"
-#include "core/error.h"
-#include "models/safetensors.h"
+#include "meshtrain/checkpoint/checkpoint_directory.h"
+#include "meshtrain/checkpoint/checkpoint_reader.h"
+#include "meshtrain/checkpoint/durable_files.h"
+#include "meshtrain/core/bf16.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/models/safetensors.h"
 #include "tests/checkpoint/checkpoint_test_support.h"
 #include "tests/support/scratch_dir.h"
 

@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "checkpoint/checkpoint_directory.h"
-#include "core/error.h"
+#include "meshtrain/checkpoint/checkpoint_directory.h"
+#include "meshtrain/core/error.h"
 #include "tests/checkpoint/checkpoint_test_support.h"
 #include "tests/support/error_message.h"
 #include "tests/support/scratch_dir.h"

@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "checkpoint/checkpoint_reader.h"
-#include "checkpoint/durable_files.h"
-#include "core/error.h"
+#include "meshtrain/checkpoint/checkpoint_reader.h"
+#include "meshtrain/checkpoint/durable_files.h"
+#include "meshtrain/core/error.h"
 #include "tests/checkpoint/checkpoint_test_support.h"
 #include "tests/support/error_message.h"
 #include "tests/support/scratch_dir.h"

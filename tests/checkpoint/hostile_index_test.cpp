@@ -10,11 +10,11 @@
 #include <functional>
 #include <string>
 
-#include "checkpoint/checkpoint_reader.h"
-#include "checkpoint/convert.h"
-#include "checkpoint/durable_files.h"
-#include "core/error.h"
-#include "models/safetensors.h"
+#include "meshtrain/checkpoint/checkpoint_reader.h"
+#include "meshtrain/checkpoint/convert.h"
+#include "meshtrain/checkpoint/durable_files.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/models/safetensors.h"
 #include "tests/checkpoint/checkpoint_test_support.h"
 #include "tests/support/error_message.h"
 #include "tests/support/scratch_dir.h"

@@ -4,8 +4,8 @@
 
 #include <tuple>
 
-#include "checkpoint/checkpoint_reader.h"
-#include "core/error.h"
+#include "meshtrain/checkpoint/checkpoint_reader.h"
+#include "meshtrain/core/error.h"
 #include "tests/checkpoint/checkpoint_test_support.h"
 #include "tests/support/scratch_dir.h"
 

@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "checkpoint/checkpoint_reader.h"
-#include "core/comm/local/spawn_ranks.h"
-#include "core/device_memory.h"
-#include "core/error.h"
+#include "meshtrain/checkpoint/checkpoint_reader.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/core/device_memory.h"
+#include "meshtrain/core/error.h"
 #include "tests/checkpoint/checkpoint_test_support.h"
 #include "tests/support/error_message.h"
 #include "tests/support/scratch_dir.h"

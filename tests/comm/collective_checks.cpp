@@ -5,8 +5,8 @@
 #include <chrono>
 #include <thread>
 
-#include "core/bf16.h"
-#include "core/error.h"
+#include "meshtrain/core/bf16.h"
+#include "meshtrain/core/error.h"
 
 namespace meshtrain::testing {
 

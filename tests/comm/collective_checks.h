@@ -7,8 +7,8 @@
 #include <functional>
 #include <vector>
 
-#include "core/comm/communicator.h"
-#include "core/tensor.h"
+#include "meshtrain/core/comm/communicator.h"
+#include "meshtrain/core/tensor.h"
 
 namespace meshtrain::testing {
 

@@ -7,10 +7,10 @@
 
 #include <tuple>
 
-#include "core/comm/local/spawn_ranks.h"
-#include "core/device_memory.h"
-#include "core/error.h"
-#include "core/ops/ops.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/core/device_memory.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/ops.h"
 #include "tests/comm/collective_checks.h"
 #include "tests/support/error_message.h"
 

@@ -3,10 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/comm/gather_values.h"
-#include "core/comm/local/local_world.h"
-#include "core/comm/local/spawn_ranks.h"
-#include "core/error.h"
+#include "meshtrain/core/comm/gather_values.h"
+#include "meshtrain/core/comm/local/local_world.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/core/error.h"
 #include "tests/comm/collective_checks.h"
 #include "tests/support/error_message.h"
 

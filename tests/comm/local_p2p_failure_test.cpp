@@ -6,9 +6,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/comm/local/local_world.h"
-#include "core/comm/local/spawn_ranks.h"
-#include "core/error.h"
+#include "meshtrain/core/comm/local/local_world.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/core/error.h"
 #include "tests/support/error_message.h"
 
 namespace meshtrain {

@@ -5,8 +5,8 @@
 
 #include <tuple>
 
-#include "core/comm/local/spawn_ranks.h"
-#include "core/error.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/core/error.h"
 #include "tests/comm/p2p_checks.h"
 
 namespace meshtrain {

@@ -2,8 +2,8 @@
 // different groups, nested splits.
 #include <gtest/gtest.h>
 
-#include "core/comm/local/spawn_ranks.h"
-#include "core/error.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/core/error.h"
 #include "tests/comm/collective_checks.h"
 
 namespace meshtrain {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "core/comm/communicator.h"
+#include "meshtrain/core/comm/communicator.h"
 
 namespace meshtrain::testing {
 

@@ -4,8 +4,8 @@
 #include <atomic>
 #include <thread>
 
-#include "core/comm/local/spawn_ranks.h"
-#include "core/error.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/core/error.h"
 
 namespace meshtrain {
 namespace {

@@ -7,8 +7,8 @@
 #include <thread>
 #include <unistd.h>
 
-#include "core/comm/store.h"
-#include "core/error.h"
+#include "meshtrain/core/comm/store.h"
+#include "meshtrain/core/error.h"
 
 namespace meshtrain {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "core/bf16.h"
-#include "core/comm/mpi/mpi_world.h"
-#include "core/error.h"
+#include "meshtrain/core/bf16.h"
+#include "meshtrain/core/comm/mpi/mpi_world.h"
+#include "meshtrain/core/error.h"
 #include "tests/comm_mpi/mpi_test_env.h"
 
 namespace meshtrain::mpi_test {

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "meshtrain/core/error.h"
 #include "tests/comm/collective_checks.h"
 #include "tests/comm_mpi/mpi_test_env.h"
 

@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "core/comm/mpi/mpi_world.h"
-#include "core/error.h"
+#include "meshtrain/core/comm/mpi/mpi_world.h"
+#include "meshtrain/core/error.h"
 #include "tests/comm/p2p_checks.h"
 #include "tests/comm_mpi/mpi_test_env.h"
 #include "tests/support/error_message.h"

@@ -3,8 +3,8 @@
 #include <exception>
 #include <sstream>
 
-#include "core/comm/mpi/mpi_world.h"
-#include "core/error.h"
+#include "meshtrain/core/comm/mpi/mpi_world.h"
+#include "meshtrain/core/error.h"
 
 namespace meshtrain::mpi_test {
 

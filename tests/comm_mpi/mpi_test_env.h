@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/comm/communicator.h"
+#include "meshtrain/core/comm/communicator.h"
 
 namespace meshtrain::mpi_test {
 

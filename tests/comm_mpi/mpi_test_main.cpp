@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/comm/mpi/mpi_world.h"
+#include "meshtrain/core/comm/mpi/mpi_world.h"
 #include "tests/comm_mpi/mpi_rank_listener.h"
 #include "tests/comm_mpi/mpi_test_env.h"
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "meshtrain/core/error.h"
 #include "tests/comm_nccl/nccl_test_support.h"
 
 namespace meshtrain::nccl_test {

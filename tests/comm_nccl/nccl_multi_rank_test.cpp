@@ -4,8 +4,8 @@
 
 #include <chrono>
 
-#include "core/comm/nccl/nccl_world.h"
-#include "core/error.h"
+#include "meshtrain/core/comm/nccl/nccl_world.h"
+#include "meshtrain/core/error.h"
 #include "tests/comm_nccl/nccl_collective_checks.h"
 #include "tests/comm_nccl/nccl_test_support.h"
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <tuple>
 
-#include "core/error.h"
+#include "meshtrain/core/error.h"
 #include "tests/comm/p2p_checks.h"
 #include "tests/comm_nccl/nccl_test_support.h"
 

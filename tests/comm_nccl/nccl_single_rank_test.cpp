@@ -7,9 +7,9 @@
 #include <chrono>
 #include <thread>
 
-#include "core/comm/nccl/nccl_world.h"
-#include "core/error.h"
-#include "core/ops/ops.h"
+#include "meshtrain/core/comm/nccl/nccl_world.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/ops.h"
 #include "tests/comm/collective_checks.h"
 #include "tests/comm_nccl/nccl_collective_checks.h"
 #include "tests/comm_nccl/nccl_test_support.h"

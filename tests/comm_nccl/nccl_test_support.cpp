@@ -5,8 +5,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/comm/nccl/nccl_world.h"
-#include "core/comm/store.h"
+#include "meshtrain/core/comm/nccl/nccl_world.h"
+#include "meshtrain/core/comm/store.h"
 
 namespace meshtrain::nccl_test {
 

@@ -8,9 +8,9 @@
 #include <functional>
 #include <memory>
 
-#include "core/comm/communicator.h"
-#include "core/device_memory.h"
-#include "core/tensor.h"
+#include "meshtrain/core/comm/communicator.h"
+#include "meshtrain/core/device_memory.h"
+#include "meshtrain/core/tensor.h"
 #include "tests/comm/collective_checks.h"
 
 namespace meshtrain::nccl_test {

@@ -1,7 +1,7 @@
-// wait_awake (core/awake_wait.h): a timeout counts the time the process ran, not a pause of the
+// wait_awake (meshtrain/core/awake_wait.h): a timeout counts the time the process ran, not a pause of the
 // whole process (issue 25: a local run stopped with Ctrl-Z and continued died with a false
 // timeout, since all its ranks had been stopped alike).
-#include "core/awake_wait.h"
+#include "meshtrain/core/awake_wait.h"
 
 #include <signal.h>
 #include <sys/wait.h>

@@ -5,8 +5,8 @@
 #include <string>
 #include <thread>
 
-#include "core/device_memory.h"
-#include "core/error.h"
+#include "meshtrain/core/device_memory.h"
+#include "meshtrain/core/error.h"
 #include "meshtrain/config.h"
 
 #if MESHTRAIN_HAS_CUDA

@@ -1,6 +1,6 @@
 // DeviceBlockCache on the CPU: a fake device that logs every raw call stands in for CUDA, so each
 // test states exactly which mallocs, frees and synchronisations the cache asked for.
-#include "core/device_block_cache.h"
+#include "meshtrain/core/device_block_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/error.h"
+#include "meshtrain/core/error.h"
 
 namespace meshtrain {
 namespace {

@@ -1,10 +1,10 @@
 // MemoryTracker: per-category current, peak and largest single allocation, charged by the tensors
 // a thread allocates while the tracker is bound.
-#include "core/memory.h"
+#include "meshtrain/core/memory.h"
 
 #include <gtest/gtest.h>
 
-#include "core/tensor.h"
+#include "meshtrain/core/tensor.h"
 
 namespace meshtrain {
 namespace {

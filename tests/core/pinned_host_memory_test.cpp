@@ -4,9 +4,9 @@
 
 #include <vector>
 
-#include "core/device_memory.h"
-#include "core/error.h"
-#include "core/tensor.h"
+#include "meshtrain/core/device_memory.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/tensor.h"
 #include "tests/support/error_message.h"
 
 namespace meshtrain {

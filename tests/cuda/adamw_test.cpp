@@ -1,6 +1,6 @@
 // AdamW steps against the CPU kernel.
-#include "core/ops/cpu/cpu_ops.h"
-#include "core/ops/cuda/cuda_ops.h"
+#include "meshtrain/core/ops/cpu/cpu_ops.h"
+#include "meshtrain/core/ops/cuda/cuda_ops.h"
 #include "tests/cuda/gpu_compare.h"
 
 namespace meshtrain::test {

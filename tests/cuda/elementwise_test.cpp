@@ -3,8 +3,8 @@
 #include <cstring>
 #include <limits>
 
-#include "core/ops/cpu/cpu_ops.h"
-#include "core/ops/cuda/cuda_ops.h"
+#include "meshtrain/core/ops/cpu/cpu_ops.h"
+#include "meshtrain/core/ops/cuda/cuda_ops.h"
 #include "tests/cuda/gpu_compare.h"
 
 namespace meshtrain::test {

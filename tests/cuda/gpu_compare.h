@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/bf16.h"
-#include "core/device_memory.h"
-#include "core/tensor.h"
+#include "meshtrain/core/bf16.h"
+#include "meshtrain/core/device_memory.h"
+#include "meshtrain/core/tensor.h"
 
 // GPU tests run where a CUDA device is visible and skip elsewhere.
 #define MT_REQUIRE_GPU()                                                 \

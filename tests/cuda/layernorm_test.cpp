@@ -1,8 +1,8 @@
 // LayerNorm forward and backward against the CPU kernel.
 #include <tuple>
 
-#include "core/ops/cpu/cpu_ops.h"
-#include "core/ops/cuda/cuda_ops.h"
+#include "meshtrain/core/ops/cpu/cpu_ops.h"
+#include "meshtrain/core/ops/cuda/cuda_ops.h"
 #include "tests/cuda/gpu_compare.h"
 
 namespace meshtrain::test {
@@ -65,7 +65,7 @@ TEST_P(CudaLayerNormTest, BackwardMatchesCpu) {
 }
 
 // Training's row counts (B x T in the thousands): d_weight and d_bias sum over many slabs of rows
-// (core/ops/cuda/kernel_utils.cuh), the last one partial. Sums of 8320 terms in another order:
+// (meshtrain/core/ops/cuda/kernel_utils.cuh), the last one partial. Sums of 8320 terms in another order:
 // f32 agrees to 1e-4 relative, with an absolute floor for columns that sum to nearly zero.
 TEST(CudaLayerNorm, BackwardSumsThousandsOfRows) {
   MT_REQUIRE_GPU();

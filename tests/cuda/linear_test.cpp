@@ -1,6 +1,6 @@
 // The GPT-2 linear layer (weight [in, out]) on cuBLAS against the CPU kernel.
-#include "core/ops/cpu/cpu_ops.h"
-#include "core/ops/cuda/cuda_ops.h"
+#include "meshtrain/core/ops/cpu/cpu_ops.h"
+#include "meshtrain/core/ops/cuda/cuda_ops.h"
 #include "tests/cuda/gpu_compare.h"
 
 namespace meshtrain::test {
@@ -64,7 +64,7 @@ TEST_P(CudaLinearTest, BackwardWithoutInputAndBiasGradients) {
 }
 
 // The bias gradient over training's row counts: 257 rows make two slabs of column sums, the
-// second of one row, and 4100 rows make 17 (core/ops/cuda/kernel_utils.cuh); 20 columns fill
+// second of one row, and 4100 rows make 17 (meshtrain/core/ops/cuda/kernel_utils.cuh); 20 columns fill
 // less than one block's 32. Long sums in another order: f32 to 1e-4 relative, with a floor.
 TEST_P(CudaLinearTest, BiasGradientSumsManyRows) {
   MT_REQUIRE_GPU();

@@ -9,7 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "models/token_file.h"
+#include "meshtrain/models/token_file.h"
 #include "tests/apps/apps_test_support.h"
 #include "tests/faults/fault_jobs.h"
 

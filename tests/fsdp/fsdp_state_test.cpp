@@ -4,14 +4,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/comm/local/spawn_ranks.h"
-#include "mesh/device_mesh.h"
-#include "models/adamw.h"
-#include "models/gpt2.h"
-#include "parallel/global_parameters.h"
-#include "parallel/parallel_plan.h"
-#include "plugins/builtin_strategies.h"
-#include "plugins/fsdp/fsdp_strategy.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/mesh/device_mesh.h"
+#include "meshtrain/models/adamw.h"
+#include "meshtrain/models/gpt2.h"
+#include "meshtrain/parallel/global_parameters.h"
+#include "meshtrain/parallel/parallel_plan.h"
+#include "meshtrain/plugins/builtin_strategies.h"
+#include "meshtrain/plugins/fsdp/fsdp_strategy.h"
 #include "tests/support/error_message.h"
 #include "tests/support/training_runs.h"
 

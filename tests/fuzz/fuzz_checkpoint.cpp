@@ -3,9 +3,9 @@
 // it accepts read back whole. The path of --resume, --init DIR and convert.
 #include <filesystem>
 
-#include "checkpoint/checkpoint_reader.h"
-#include "checkpoint/checkpoint_writer.h"
-#include "core/comm/local/spawn_ranks.h"
+#include "meshtrain/checkpoint/checkpoint_reader.h"
+#include "meshtrain/checkpoint/checkpoint_writer.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
 #include "tests/fuzz/fuzz_target.h"
 
 namespace {

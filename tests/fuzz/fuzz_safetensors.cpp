@@ -1,6 +1,6 @@
 // safetensors files: the header (length, JSON, dtypes, shapes, offsets), then every tensor it
 // accepts read back whole, as f32, and as stored bytes.
-#include "models/safetensors.h"
+#include "meshtrain/models/safetensors.h"
 #include "tests/fuzz/fuzz_target.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

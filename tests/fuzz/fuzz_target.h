@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/error.h"
+#include "meshtrain/core/error.h"
 
 namespace meshtrain::fuzz {
 

@@ -1,5 +1,5 @@
 // Token files (llm.c's format): the header's magic, version and count against the file's size.
-#include "models/token_file.h"
+#include "meshtrain/models/token_file.h"
 #include "tests/fuzz/fuzz_target.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

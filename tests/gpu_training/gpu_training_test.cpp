@@ -7,8 +7,8 @@
 #include <cmath>
 #include <sstream>
 
-#include "apps/train/run_training.h"
-#include "core/device_memory.h"
+#include "meshtrain/train/run_training.h"
+#include "meshtrain/core/device_memory.h"
 #include "tests/support/training_runs.h"
 
 namespace meshtrain::testing {

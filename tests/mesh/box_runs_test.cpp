@@ -1,11 +1,11 @@
-#include "mesh/box_runs.h"
+#include "meshtrain/mesh/box_runs.h"
 
 #include <gtest/gtest.h>
 
 #include <numeric>
 #include <tuple>
 
-#include "core/error.h"
+#include "meshtrain/core/error.h"
 
 namespace meshtrain {
 namespace {

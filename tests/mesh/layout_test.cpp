@@ -1,12 +1,12 @@
-#include "mesh/layout.h"
+#include "meshtrain/mesh/layout.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "mesh/layout_copy.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/mesh/layout_copy.h"
 #include "tests/support/error_message.h"
 
 namespace meshtrain {

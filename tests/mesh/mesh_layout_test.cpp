@@ -1,9 +1,9 @@
-#include "mesh/mesh_layout.h"
+#include "meshtrain/mesh/mesh_layout.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "meshtrain/core/error.h"
 #include "tests/support/error_message.h"
 
 namespace meshtrain {

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "mesh/placement.h"
-#include "mesh/shard_math.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/mesh/placement.h"
+#include "meshtrain/mesh/shard_math.h"
 
 namespace meshtrain {
 namespace {

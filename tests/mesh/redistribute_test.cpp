@@ -1,12 +1,12 @@
-#include "mesh/redistribute.h"
+#include "meshtrain/mesh/redistribute.h"
 
 #include <gtest/gtest.h>
 
-#include "core/comm/local/spawn_ranks.h"
-#include "core/error.h"
-#include "mesh/device_mesh.h"
-#include "mesh/layout.h"
-#include "mesh/shard_math.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/mesh/device_mesh.h"
+#include "meshtrain/mesh/layout.h"
+#include "meshtrain/mesh/shard_math.h"
 
 namespace meshtrain {
 namespace {

@@ -1,9 +1,9 @@
-#include "mesh/topology.h"
+#include "meshtrain/mesh/topology.h"
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "mesh/mesh_mapping.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/mesh/mesh_mapping.h"
 #include "tests/support/error_message.h"
 
 namespace meshtrain {

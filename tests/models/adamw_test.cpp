@@ -1,11 +1,11 @@
-#include "models/adamw.h"
+#include "meshtrain/models/adamw.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "core/error.h"
-#include "models/lr_schedule.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/models/lr_schedule.h"
 
 namespace meshtrain {
 namespace {

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/gpt2_config.h"
-#include "models/rng.h"
+#include "meshtrain/models/gpt2_config.h"
+#include "meshtrain/models/rng.h"
 
 namespace meshtrain::test {
 

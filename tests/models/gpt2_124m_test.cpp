@@ -5,11 +5,11 @@
 #include <cmath>
 #include <cstring>
 
-#include "models/adamw.h"
-#include "models/checkpoint.h"
-#include "models/gpt2.h"
-#include "models/single_rank.h"
-#include "models/token_batches.h"
+#include "meshtrain/models/adamw.h"
+#include "meshtrain/models/checkpoint.h"
+#include "meshtrain/models/gpt2.h"
+#include "meshtrain/models/single_rank.h"
+#include "meshtrain/models/token_batches.h"
 #include "tests/support/scratch_dir.h"
 
 namespace meshtrain {

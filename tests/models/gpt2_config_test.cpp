@@ -1,8 +1,8 @@
-#include "models/gpt2_config.h"
+#include "meshtrain/models/gpt2_config.h"
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "meshtrain/core/error.h"
 
 namespace meshtrain {
 namespace {

@@ -1,4 +1,4 @@
-#include "models/gpt2_decoder.h"
+#include "meshtrain/models/gpt2_decoder.h"
 
 #include <gtest/gtest.h>
 
@@ -6,10 +6,10 @@
 #include <cmath>
 #include <span>
 
-#include "core/device_memory.h"
-#include "core/error.h"
-#include "models/rng.h"
-#include "parallel/engine.h"
+#include "meshtrain/core/device_memory.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/models/rng.h"
+#include "meshtrain/parallel/engine.h"
 #include "tests/models/decoding_test_support.h"
 
 namespace meshtrain {

@@ -3,11 +3,11 @@
 
 #include <cmath>
 
-#include "core/error.h"
-#include "models/gpt2.h"
-#include "models/rng.h"
-#include "models/single_rank.h"
-#include "models/token_batches.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/models/gpt2.h"
+#include "meshtrain/models/rng.h"
+#include "meshtrain/models/single_rank.h"
+#include "meshtrain/models/token_batches.h"
 
 namespace meshtrain {
 namespace {

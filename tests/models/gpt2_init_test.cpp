@@ -1,13 +1,13 @@
-#include "models/gpt2_init.h"
+#include "meshtrain/models/gpt2_init.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 
-#include "core/error.h"
-#include "models/gpt2.h"
-#include "parallel/units.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/models/gpt2.h"
+#include "meshtrain/parallel/units.h"
 
 namespace meshtrain {
 namespace {

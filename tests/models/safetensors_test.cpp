@@ -1,14 +1,14 @@
-#include "models/safetensors.h"
+#include "meshtrain/models/safetensors.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "core/bf16.h"
-#include "core/error.h"
-#include "models/checkpoint.h"
-#include "models/gpt2.h"
+#include "meshtrain/core/bf16.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/models/checkpoint.h"
+#include "meshtrain/models/gpt2.h"
 #include "tests/support/error_message.h"
 #include "tests/support/scratch_dir.h"
 

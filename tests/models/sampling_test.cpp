@@ -1,4 +1,4 @@
-#include "models/sampling.h"
+#include "meshtrain/models/sampling.h"
 
 #include <gtest/gtest.h>
 
@@ -6,12 +6,12 @@
 #include <cmath>
 #include <functional>
 
-#include "core/error.h"
-#include "models/adamw.h"
-#include "models/rng.h"
-#include "models/single_rank.h"
-#include "models/token_batches.h"
-#include "parallel/engine.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/models/adamw.h"
+#include "meshtrain/models/rng.h"
+#include "meshtrain/models/single_rank.h"
+#include "meshtrain/models/token_batches.h"
+#include "meshtrain/parallel/engine.h"
 #include "tests/models/decoding_test_support.h"
 
 namespace meshtrain {

@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/error.h"
-#include "models/token_batches.h"
-#include "models/token_file.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/models/token_batches.h"
+#include "meshtrain/models/token_file.h"
 #include "tests/support/scratch_dir.h"
 
 namespace meshtrain {

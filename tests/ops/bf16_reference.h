@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/ops/ops.h"
-#include "core/tensor.h"
+#include "meshtrain/core/ops/ops.h"
+#include "meshtrain/core/tensor.h"
 
 namespace meshtrain::test {
 

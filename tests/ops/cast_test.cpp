@@ -3,9 +3,9 @@
 
 #include <cstring>
 
-#include "core/bf16.h"
-#include "core/error.h"
-#include "core/ops/ops.h"
+#include "meshtrain/core/bf16.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/ops.h"
 #include "tests/support/error_message.h"
 
 namespace meshtrain {

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "core/bf16.h"
-#include "core/error.h"
-#include "core/ops/cpu/cpu_threads.h"
-#include "core/ops/cpu/fast_exp.h"
-#include "core/ops/ops.h"
+#include "meshtrain/core/bf16.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/cpu/cpu_threads.h"
+#include "meshtrain/core/ops/cpu/fast_exp.h"
+#include "meshtrain/core/ops/ops.h"
 #include "tests/ops/test_tensors.h"
 
 namespace meshtrain {

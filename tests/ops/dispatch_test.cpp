@@ -2,8 +2,8 @@
 // call.
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "core/ops/ops.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/ops.h"
 #include "tests/support/error_message.h"
 
 namespace meshtrain {

@@ -1,8 +1,8 @@
 // add, axpy, scale and sum_squares on exactly representable values.
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "core/ops/ops.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/ops.h"
 #include "tests/ops/test_tensors.h"
 #include "tests/support/error_message.h"
 

@@ -2,8 +2,8 @@
 // the vocabulary against naive loops, and two slices against the whole table.
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "core/ops/ops.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/ops.h"
 #include "tests/ops/test_tensors.h"
 #include "tests/support/error_message.h"
 

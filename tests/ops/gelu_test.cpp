@@ -4,9 +4,9 @@
 #include <cmath>
 #include <numbers>
 
-#include "core/error.h"
-#include "core/ops/cpu/fast_tanh.h"
-#include "core/ops/ops.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/cpu/fast_tanh.h"
+#include "meshtrain/core/ops/ops.h"
 #include "tests/ops/grad_check.h"
 #include "tests/ops/test_tensors.h"
 #include "tests/support/error_message.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include "meshtrain/core/tensor.h"
 
 namespace meshtrain::test {
 

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "core/error.h"
-#include "core/ops/ops.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/ops.h"
 #include "tests/ops/grad_check.h"
 #include "tests/ops/test_tensors.h"
 #include "tests/support/error_message.h"

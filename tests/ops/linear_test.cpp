@@ -1,8 +1,8 @@
 // linear_forward against plain loops; linear_backward against finite differences and its "+=".
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "core/ops/ops.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/ops.h"
 #include "tests/ops/bf16_reference.h"
 #include "tests/ops/grad_check.h"
 #include "tests/ops/test_tensors.h"

@@ -1,8 +1,8 @@
 // matmul against a plain triple loop, for every transpose combination, alpha and beta.
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "core/ops/ops.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/ops.h"
 #include "tests/ops/bf16_reference.h"
 #include "tests/ops/test_tensors.h"
 #include "tests/support/error_message.h"

@@ -1,4 +1,4 @@
-// The CPU thread team (core/ops/cpu/cpu_threads.h): every part of every job runs exactly once,
+// The CPU thread team (meshtrain/core/ops/cpu/cpu_threads.h): every part of every job runs exactly once,
 // whatever the jobs' widths and however many more threads than cores; exceptions and a stuck part
 // reach the caller.
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include <string>
 #include <thread>
 
-#include "core/error.h"
-#include "core/ops/cpu/cpu_threads.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/cpu/cpu_threads.h"
 #include "tests/support/error_message.h"
 
 namespace meshtrain {

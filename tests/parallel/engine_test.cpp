@@ -1,10 +1,10 @@
 // Engine: layers run forward in order and backward in reverse, with each unit's hooks fired
 // around its first and last layer (pre hooks in add order, post hooks in reverse).
-#include "parallel/engine.h"
+#include "meshtrain/parallel/engine.h"
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "meshtrain/core/error.h"
 #include "tests/parallel/toy_model.h"
 
 namespace meshtrain {

@@ -1,15 +1,15 @@
 // ParallelPlan: binding checks, validation against the mesh, the fixed order of application
 // (pipeline, tensor, data) and what the strategies' edits to the context turn into.
-#include "parallel/parallel_plan.h"
+#include "meshtrain/parallel/parallel_plan.h"
 
 #include <mutex>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/comm/local/spawn_ranks.h"
-#include "core/error.h"
-#include "mesh/device_mesh.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/mesh/device_mesh.h"
 #include "tests/parallel/toy_model.h"
 
 namespace meshtrain {

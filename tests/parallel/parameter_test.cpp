@@ -1,11 +1,11 @@
 // Parameter: full values behind an availability gate; reads while unavailable name the parameter
 // and the reason.
-#include "parallel/parameter.h"
+#include "meshtrain/parallel/parameter.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "meshtrain/core/error.h"
 #include "tests/parallel/toy_model.h"
 
 namespace meshtrain {

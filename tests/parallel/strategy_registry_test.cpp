@@ -1,10 +1,10 @@
 // StrategyRegistry: strategies by name; duplicates rejected, unknown names list the known ones.
-#include "parallel/strategy_registry.h"
+#include "meshtrain/parallel/strategy_registry.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "meshtrain/core/error.h"
 #include "tests/parallel/toy_model.h"
 
 namespace meshtrain {

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "parallel/model.h"
-#include "parallel/parameter_source.h"
+#include "meshtrain/parallel/model.h"
+#include "meshtrain/parallel/parameter_source.h"
 #include "tests/support/error_message.h"
 
 namespace meshtrain::testing {

@@ -1,11 +1,11 @@
 // make_unit_plan: grouping checks, parameter ownership and the forward/backward orders, on toy
 // models whose expected plans are written out by hand.
-#include "parallel/units.h"
+#include "meshtrain/parallel/units.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "meshtrain/core/error.h"
 #include "tests/parallel/toy_model.h"
 
 namespace meshtrain {

@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "plugins/pp/schedule_comm.h"
-#include "plugins/pp/schedule_generators.h"
-#include "plugins/pp/schedule_sim.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/plugins/pp/schedule_comm.h"
+#include "meshtrain/plugins/pp/schedule_generators.h"
+#include "meshtrain/plugins/pp/schedule_sim.h"
 #include "tests/support/error_message.h"
 
 namespace meshtrain {

@@ -3,9 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "plugins/pp/schedule.h"
-#include "plugins/pp/schedule_generators.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/plugins/pp/schedule.h"
+#include "meshtrain/plugins/pp/schedule_generators.h"
 #include "tests/support/error_message.h"
 
 namespace meshtrain {

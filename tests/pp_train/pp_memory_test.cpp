@@ -4,7 +4,7 @@
 // ZB-H1 as many plus its deferred weight-gradient inputs. Micro-batches have the same size in every run, so each holds the same bytes.
 #include <gtest/gtest.h>
 
-#include "mesh/axis_names.h"
+#include "meshtrain/mesh/axis_names.h"
 #include "tests/support/training_runs.h"
 
 namespace meshtrain::testing {

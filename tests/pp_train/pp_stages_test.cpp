@@ -6,11 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/comm/local/spawn_ranks.h"
-#include "plugins/builtin_strategies.h"
-#include "plugins/fsdp/fsdp_strategy.h"
-#include "plugins/pp/pp_strategy.h"
-#include "plugins/pp/stage_model.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/plugins/builtin_strategies.h"
+#include "meshtrain/plugins/fsdp/fsdp_strategy.h"
+#include "meshtrain/plugins/pp/pp_strategy.h"
+#include "meshtrain/plugins/pp/stage_model.h"
 #include "tests/support/error_message.h"
 #include "tests/support/training_runs.h"
 

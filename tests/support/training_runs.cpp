@@ -7,12 +7,12 @@
 
 #include <gtest/gtest.h>
 
-#include "core/comm/local/spawn_ranks.h"
-#include "models/adamw.h"
-#include "models/gpt2.h"
-#include "models/single_rank.h"
-#include "models/token_batches.h"
-#include "models/token_file.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/models/adamw.h"
+#include "meshtrain/models/gpt2.h"
+#include "meshtrain/models/single_rank.h"
+#include "meshtrain/models/token_batches.h"
+#include "meshtrain/models/token_file.h"
 
 namespace meshtrain::testing {
 

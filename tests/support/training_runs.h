@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "apps/train/step_metrics.h"
-#include "apps/train/train_config.h"
-#include "apps/train/trainer.h"
+#include "meshtrain/train/step_metrics.h"
+#include "meshtrain/train/train_config.h"
+#include "meshtrain/train/trainer.h"
 
 namespace meshtrain::testing {
 

@@ -7,14 +7,14 @@
 // adds the sums of the LayerNorm and wpe gradients over tp.
 #include <gtest/gtest.h>
 
-#include "mesh/axis_names.h"
-#include "mesh/shard_math.h"
+#include "meshtrain/mesh/axis_names.h"
+#include "meshtrain/mesh/shard_math.h"
 #include "tests/support/training_runs.h"
 
 namespace meshtrain::testing {
 namespace {
 
-// What the communicators count (core/comm/communicator.cpp): per call of B bytes on t ranks.
+// What the communicators count (meshtrain/core/comm/communicator.cpp): per call of B bytes on t ranks.
 uint64_t all_reduce(uint64_t bytes, int64_t t) { return 2 * bytes * (t - 1) / t; }
 
 // Bytes one tp rank sends per micro-batch of `rows` token rows of `seq` tokens.

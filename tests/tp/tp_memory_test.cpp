@@ -3,8 +3,8 @@
 // tensor: the vocab-parallel head computes [tokens, V / tp] logits.
 #include <gtest/gtest.h>
 
-#include "mesh/axis_names.h"
-#include "mesh/shard_math.h"
+#include "meshtrain/mesh/axis_names.h"
+#include "meshtrain/mesh/shard_math.h"
 #include "tests/support/training_runs.h"
 
 namespace meshtrain::testing {

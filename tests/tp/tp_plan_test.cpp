@@ -3,13 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/comm/local/spawn_ranks.h"
-#include "mesh/device_mesh.h"
-#include "models/checkpoint.h"
-#include "models/gpt2.h"
-#include "parallel/parallel_plan.h"
-#include "plugins/fsdp/fsdp_strategy.h"
-#include "plugins/tp/tp_strategy.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/mesh/device_mesh.h"
+#include "meshtrain/models/checkpoint.h"
+#include "meshtrain/models/gpt2.h"
+#include "meshtrain/parallel/parallel_plan.h"
+#include "meshtrain/plugins/fsdp/fsdp_strategy.h"
+#include "meshtrain/plugins/tp/tp_strategy.h"
 #include "tests/support/error_message.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/training_runs.h"

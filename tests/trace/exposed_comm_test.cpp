@@ -15,9 +15,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/comm/local/local_world.h"
-#include "core/comm/work.h"
-#include "core/trace/recorder.h"
+#include "meshtrain/core/comm/local/local_world.h"
+#include "meshtrain/core/comm/work.h"
+#include "meshtrain/core/trace/recorder.h"
 #include "tests/support/training_runs.h"
 
 namespace meshtrain::testing {

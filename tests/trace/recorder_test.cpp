@@ -1,15 +1,15 @@
-// The trace recorder (core/trace/recorder.h) and what the communication layer records into it:
+// The trace recorder (meshtrain/core/trace/recorder.h) and what the communication layer records into it:
 // comm spans from issue to completion on well-nested tracks, wait spans only while blocked, and
 // the local backend's delay hook, which holds back completion but never the caller.
-#include "core/trace/recorder.h"
+#include "meshtrain/core/trace/recorder.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
 
-#include "core/comm/local/local_world.h"
-#include "core/comm/local/spawn_ranks.h"
+#include "meshtrain/core/comm/local/local_world.h"
+#include "meshtrain/core/comm/local/spawn_ranks.h"
 
 namespace meshtrain {
 namespace {

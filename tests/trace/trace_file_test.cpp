@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "apps/train/run_training.h"
+#include "meshtrain/train/run_training.h"
 #include "tests/apps/apps_test_support.h"
 #include "tests/support/error_message.h"
 

@@ -1,0 +1,446 @@
+// Validating entry points of the kernel set: each checks its arguments (defined, one device,
+// dtypes, shapes) with messages that say what was expected, then dispatches on the device.
+#include "meshtrain/core/ops/ops.h"
+
+#include <cmath>
+#include <string>
+#include <type_traits>
+
+#include "meshtrain/core/device_memory.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/cpu/cpu_ops.h"
+#include "meshtrain/core/trace/recorder.h"
+#include "meshtrain/config.h"
+#if MESHTRAIN_HAS_CUDA
+#include "meshtrain/core/ops/cuda/cuda_ops.h"
+#endif
+
+namespace meshtrain::ops {
+
+namespace {
+
+constexpr int64_t kAny = -1;  // a dimension the check leaves free, printed as "*"
+
+std::string describe(const Tensor& t) { return t.defined() ? t.describe() : "undefined"; }
+
+// "[768, *]", or "[..., 768]" for a tensor whose leading dims flatten into rows.
+std::string pattern(const Shape& dims, bool leading = false) {
+  std::string text = leading ? "[..., " : "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "") + (dims[i] == kAny ? std::string("*") : std::to_string(dims[i]));
+  return text + "]";
+}
+
+// The checks of one call. The first tensor fixes the device; the first compute tensor fixes the
+// dtype that every other compute tensor of the call must share.
+class Args {
+ public:
+  explicit Args(const char* op) : op_(op) {}
+
+  Device device() const { return device_; }
+  const char* op() const { return op_; }
+
+  // An activation, parameter or gradient: f32 or bf16.
+  void compute(const char* name, const Tensor& t) {
+    tensor(name, t);
+    MT_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::bf16, op_, ": ", name,
+             " must be f32 or bf16, got ", t.describe());
+    if (!dtype_name_) {
+      dtype_name_ = name;
+      dtype_ = t.dtype();
+    }
+    MT_CHECK(t.dtype() == dtype_, op_, ": ", name, " must have the dtype of ", dtype_name_, " (",
+             dtype_name(dtype_), "), got ", t.describe());
+  }
+  // compute() for an argument the caller may leave undefined; says whether it is there.
+  bool optional_compute(const char* name, const Tensor& t) {
+    if (t.defined()) compute(name, t);
+    return t.defined();
+  }
+  void of_dtype(const char* name, const Tensor& t, DType dtype) {
+    tensor(name, t);
+    MT_CHECK(t.dtype() == dtype, op_, ": ", name, " must be ", dtype_name(dtype), ", got ",
+             t.describe());
+  }
+
+  // Exact shape; `meaning` names the dims, e.g. "[in, out]".
+  void shape(const char* name, const Tensor& t, const char* meaning, const Shape& dims) const {
+    bool ok = t.ndim() == static_cast<int>(dims.size());
+    for (size_t i = 0; ok && i < dims.size(); ++i) ok = dims[i] == kAny || dims[i] == t.shape()[i];
+    MT_CHECK(ok, op_, ": ", name, " must be ", meaning, " = ", pattern(dims), ", got ",
+             t.describe());
+  }
+  // A tensor whose leading dims flatten into rows of `cols`; returns the number of rows.
+  int64_t rows(const char* name, const Tensor& t, const char* meaning, int64_t cols) const {
+    MT_CHECK(t.ndim() >= 1 && t.dim(-1) == cols, op_, ": ", name, " must be ", meaning, " = ",
+             pattern({cols}, true), ", got ", t.describe());
+    return cols ? t.numel() / cols : 0;
+  }
+  // Like rows(), and the number of rows must be `count` (the rows of another argument).
+  void rows_like(const char* name, const Tensor& t, const char* meaning, int64_t count,
+                 int64_t cols) const {
+    MT_CHECK(t.ndim() >= 1 && t.dim(-1) == cols && t.numel() == count * cols, op_, ": ", name,
+             " must be ", meaning, " = ", pattern({count, cols}), " after flattening, got ",
+             t.describe());
+  }
+  void numel(const char* name, const Tensor& t, const char* meaning, int64_t count) const {
+    MT_CHECK(t.numel() == count, op_, ": ", name, " must hold ", meaning, " = ", count,
+             " elements, got ", t.describe());
+  }
+
+  // Any tensor: defined, and on the device of the call's first tensor.
+  void tensor(const char* name, const Tensor& t) {
+    MT_CHECK(t.defined(), op_, ": ", name, " must be a defined tensor");
+    if (!device_name_) {
+      device_name_ = name;
+      device_ = t.device();
+    }
+    MT_CHECK(t.device() == device_, op_, ": all tensors must be on one device; ", device_name_,
+             " is on ", to_string(device_), " but ", name, " = ", describe(t));
+  }
+
+ private:
+  const char* op_;
+  const char* device_name_ = nullptr;
+  Device device_;
+  const char* dtype_name_ = nullptr;
+  DType dtype_ = DType::f32;
+};
+
+// qkv [B, T, 3C] with C split into num_heads heads; returns C.
+int64_t attention_channels(const Args& args, const Tensor& qkv, int num_heads) {
+  args.shape("qkv", qkv, "[B, T, 3C]", {kAny, kAny, kAny});
+  MT_CHECK(qkv.dim(2) % 3 == 0, args.op(),
+           ": qkv must be [B, T, 3C] with a last dim divisible by 3, got ", qkv.describe());
+  const int64_t channels = qkv.dim(2) / 3;
+  MT_CHECK(num_heads >= 1 && channels % num_heads == 0, args.op(),
+           ": num_heads must divide C = ", channels, ", got num_heads = ", num_heads);
+  return channels;
+}
+
+// The first id of the vocabulary slice a rank's embedding table or logits hold.
+void check_vocab_start(const Args& args, int64_t vocab_start) {
+  MT_CHECK(vocab_start >= 0, args.op(), ": vocab_start must be >= 0, got ", vocab_start);
+}
+
+// logits [..., V] with V >= 1 (a softmax needs an entry); returns the number of rows N.
+int64_t logit_rows(const Args& args, const Tensor& logits) {
+  MT_CHECK(logits.ndim() >= 1 && logits.dim(-1) >= 1, args.op(),
+           ": logits must be [..., V] with V >= 1, got ", logits.describe());
+  return args.rows("logits", logits, "[N, V]", logits.dim(-1));
+}
+
+#if !MESHTRAIN_HAS_CUDA
+[[noreturn]] void no_cuda(const Args& args) {
+  throw NotSupported(detail::concat(args.op(), ": tensors are on ", to_string(args.device()),
+                                    " but this build has no CUDA"));
+}
+#endif
+
+}  // namespace
+
+// Runs the implementation of `fn` for the device the arguments live on, as one `kernel` span of
+// the rank's trace named by the op (core/trace; nothing but a thread-local load when not tracing).
+// While this thread is traced, a CUDA kernel's span waits for the kernel to finish, so that it
+// measures the run on the device rather than the launch (a traced GPU run is slower for it).
+#if MESHTRAIN_HAS_CUDA
+namespace {
+template <typename Call>
+auto traced_cuda_call(Device device, Call&& call) {
+  if constexpr (std::is_void_v<decltype(call())>) {
+    call();
+    if (trace::current()) device_synchronize(device);
+  } else {
+    auto result = call();
+    if (trace::current()) device_synchronize(device);
+    return result;
+  }
+}
+}  // namespace
+#define MT_DISPATCH(args, fn, ...)                                                   \
+  do {                                                                               \
+    const trace::Scope mt_kernel_span(trace::Kind::kernel, (args).op());             \
+    if (!(args).device().is_cuda()) return cpu::fn(__VA_ARGS__);                     \
+    return traced_cuda_call((args).device(), [&] { return cuda::fn(__VA_ARGS__); }); \
+  } while (0)
+#else
+#define MT_DISPATCH(args, fn, ...)                                       \
+  do {                                                                   \
+    if ((args).device().is_cuda()) no_cuda(args);                        \
+    const trace::Scope mt_kernel_span(trace::Kind::kernel, (args).op()); \
+    return cpu::fn(__VA_ARGS__);                                         \
+  } while (0)
+#endif
+
+void matmul(const Tensor& out, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
+            float alpha, float beta) {
+  Args args("matmul");
+  args.compute("out", out);
+  args.compute("a", a);
+  args.compute("b", b);
+  args.shape("out", out, "[M, N]", {kAny, kAny});
+  const int64_t m = out.dim(0), n = out.dim(1);
+  args.shape("a", a, trans_a ? "[K, M] (trans_a)" : "[M, K]",
+             trans_a ? Shape{kAny, m} : Shape{m, kAny});
+  const int64_t k = trans_a ? a.dim(0) : a.dim(1);
+  args.shape("b", b, trans_b ? "[N, K] (trans_b)" : "[K, N]", trans_b ? Shape{n, k} : Shape{k, n});
+  MT_DISPATCH(args, matmul, out, a, b, trans_a, trans_b, alpha, beta);
+}
+
+void linear_forward(const Tensor& out, const Tensor& in, const Tensor& weight, const Tensor& bias) {
+  Args args("linear_forward");
+  args.compute("in", in);
+  args.compute("weight", weight);
+  args.compute("out", out);
+  const bool has_bias = args.optional_compute("bias", bias);
+  MT_CHECK_GE(in.ndim(), 1, "linear_forward: in must be [..., in], got ", in.describe());
+  const int64_t in_features = in.dim(-1);
+  args.shape("weight", weight, "[in, out]", {in_features, kAny});
+  const int64_t out_features = weight.dim(1);
+  const int64_t rows = args.rows("in", in, "[N, in]", in_features);
+  args.rows_like("out", out, "[N, out]", rows, out_features);
+  if (has_bias) args.shape("bias", bias, "[out]", {out_features});
+  MT_DISPATCH(args, linear_forward, out, in, weight, bias);
+}
+
+void linear_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor& d_bias,
+                     const Tensor& d_out, const Tensor& in, const Tensor& weight) {
+  Args args("linear_backward");
+  args.compute("in", in);
+  args.compute("weight", weight);
+  args.compute("d_out", d_out);
+  const bool has_d_weight = args.optional_compute("d_weight", d_weight);
+  const bool has_d_in = args.optional_compute("d_in", d_in);
+  const bool has_d_bias = args.optional_compute("d_bias", d_bias);
+  args.shape("weight", weight, "[in, out]", {kAny, kAny});
+  const int64_t in_features = weight.dim(0), out_features = weight.dim(1);
+  const int64_t rows = args.rows("in", in, "[N, in]", in_features);
+  args.rows_like("d_out", d_out, "[N, out]", rows, out_features);
+  if (has_d_weight) args.shape("d_weight", d_weight, "[in, out] like weight", weight.shape());
+  if (has_d_in) args.rows_like("d_in", d_in, "[N, in] like in", rows, in_features);
+  if (has_d_bias) args.shape("d_bias", d_bias, "[out]", {out_features});
+  MT_DISPATCH(args, linear_backward, d_in, d_weight, d_bias, d_out, in, weight);
+}
+
+void layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& in,
+                       const Tensor& weight, const Tensor& bias, float eps) {
+  Args args("layernorm_forward");
+  args.compute("in", in);
+  args.compute("weight", weight);
+  args.compute("bias", bias);
+  args.compute("out", out);
+  args.of_dtype("mean", mean, DType::f32);
+  args.of_dtype("rstd", rstd, DType::f32);
+  args.shape("weight", weight, "[C]", {kAny});
+  const int64_t channels = weight.dim(0);
+  args.shape("bias", bias, "[C]", {channels});
+  const int64_t rows = args.rows("in", in, "[N, C]", channels);
+  args.rows_like("out", out, "[N, C] like in", rows, channels);
+  args.numel("mean", mean, "one value per row, N", rows);
+  args.numel("rstd", rstd, "one value per row, N", rows);
+  MT_CHECK(eps >= 0.0f, "layernorm_forward: eps must be >= 0, got ", eps);
+  MT_DISPATCH(args, layernorm_forward, out, mean, rstd, in, weight, bias, eps);
+}
+
+void layernorm_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor& d_bias,
+                        const Tensor& d_out, const Tensor& in, const Tensor& weight,
+                        const Tensor& mean, const Tensor& rstd) {
+  Args args("layernorm_backward");
+  args.compute("in", in);
+  args.compute("weight", weight);
+  args.compute("d_out", d_out);
+  args.compute("d_in", d_in);
+  args.compute("d_weight", d_weight);
+  args.compute("d_bias", d_bias);
+  args.of_dtype("mean", mean, DType::f32);
+  args.of_dtype("rstd", rstd, DType::f32);
+  args.shape("weight", weight, "[C]", {kAny});
+  const int64_t channels = weight.dim(0);
+  args.shape("d_weight", d_weight, "[C]", {channels});
+  args.shape("d_bias", d_bias, "[C]", {channels});
+  const int64_t rows = args.rows("in", in, "[N, C]", channels);
+  args.rows_like("d_out", d_out, "[N, C] like in", rows, channels);
+  args.rows_like("d_in", d_in, "[N, C] like in", rows, channels);
+  args.numel("mean", mean, "one value per row, N", rows);
+  args.numel("rstd", rstd, "one value per row, N", rows);
+  MT_DISPATCH(args, layernorm_backward, d_in, d_weight, d_bias, d_out, in, weight, mean, rstd);
+}
+
+void gelu_forward(const Tensor& out, const Tensor& in) {
+  Args args("gelu_forward");
+  args.compute("in", in);
+  args.compute("out", out);
+  args.numel("out", out, "the elements of in", in.numel());
+  MT_DISPATCH(args, gelu_forward, out, in);
+}
+
+void gelu_backward(const Tensor& d_in, const Tensor& d_out, const Tensor& in) {
+  Args args("gelu_backward");
+  args.compute("in", in);
+  args.compute("d_out", d_out);
+  args.compute("d_in", d_in);
+  args.numel("d_out", d_out, "the elements of in", in.numel());
+  args.numel("d_in", d_in, "the elements of in", in.numel());
+  MT_DISPATCH(args, gelu_backward, d_in, d_out, in);
+}
+
+void attention_forward(const Tensor& out, const Tensor& qkv, int num_heads) {
+  Args args("attention_forward");
+  args.compute("qkv", qkv);
+  args.compute("out", out);
+  const int64_t channels = attention_channels(args, qkv, num_heads);
+  args.shape("out", out, "[B, T, C]", {qkv.dim(0), qkv.dim(1), channels});
+  MT_DISPATCH(args, attention_forward, out, qkv, num_heads);
+}
+
+void attention_backward(const Tensor& d_qkv, const Tensor& d_out, const Tensor& qkv,
+                        int num_heads) {
+  Args args("attention_backward");
+  args.compute("qkv", qkv);
+  args.compute("d_out", d_out);
+  args.compute("d_qkv", d_qkv);
+  const int64_t channels = attention_channels(args, qkv, num_heads);
+  args.shape("d_out", d_out, "[B, T, C]", {qkv.dim(0), qkv.dim(1), channels});
+  args.shape("d_qkv", d_qkv, "[B, T, 3C] like qkv", qkv.shape());
+  MT_DISPATCH(args, attention_backward, d_qkv, d_out, qkv, num_heads);
+}
+
+void embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
+                       int64_t vocab_start) {
+  Args args("embedding_forward");
+  args.compute("table", table);
+  args.compute("out", out);
+  args.of_dtype("ids", ids, DType::i32);
+  args.shape("table", table, "[V, C]", {kAny, kAny});
+  args.rows_like("out", out, "[N, C] (N = ids, C = table's)", ids.numel(), table.dim(1));
+  check_vocab_start(args, vocab_start);
+  MT_DISPATCH(args, embedding_forward, out, ids, table, vocab_start);
+}
+
+void embedding_backward(const Tensor& d_table, const Tensor& d_out, const Tensor& ids,
+                        int64_t vocab_start) {
+  Args args("embedding_backward");
+  args.compute("d_table", d_table);
+  args.compute("d_out", d_out);
+  args.of_dtype("ids", ids, DType::i32);
+  args.shape("d_table", d_table, "[V, C]", {kAny, kAny});
+  args.rows_like("d_out", d_out, "[N, C] (N = ids, C = d_table's)", ids.numel(), d_table.dim(1));
+  check_vocab_start(args, vocab_start);
+  MT_DISPATCH(args, embedding_backward, d_table, d_out, ids, vocab_start);
+}
+
+void cross_entropy_row_max(const Tensor& row_max, const Tensor& logits) {
+  Args args("cross_entropy_row_max");
+  args.compute("logits", logits);
+  args.of_dtype("row_max", row_max, DType::f32);
+  const int64_t rows = logit_rows(args, logits);
+  args.numel("row_max", row_max, "one value per row of logits, N", rows);
+  MT_DISPATCH(args, cross_entropy_row_max, row_max, logits);
+}
+
+void cross_entropy_partials(const Tensor& sum_exp, const Tensor& target_logit, const Tensor& logits,
+                            const Tensor& targets, const Tensor& row_max, int64_t vocab_start) {
+  Args args("cross_entropy_partials");
+  args.compute("logits", logits);
+  args.of_dtype("targets", targets, DType::i32);
+  args.of_dtype("row_max", row_max, DType::f32);
+  args.of_dtype("sum_exp", sum_exp, DType::f32);
+  args.of_dtype("target_logit", target_logit, DType::f32);
+  const int64_t rows = logit_rows(args, logits);
+  args.numel("targets", targets, "one id per row of logits, N", rows);
+  args.numel("row_max", row_max, "one value per row of logits, N", rows);
+  args.numel("sum_exp", sum_exp, "one value per row of logits, N", rows);
+  args.numel("target_logit", target_logit, "one value per row of logits, N", rows);
+  check_vocab_start(args, vocab_start);
+  MT_DISPATCH(args, cross_entropy_partials, sum_exp, target_logit, logits, targets, row_max,
+              vocab_start);
+}
+
+void cross_entropy_backward(const Tensor& d_logits, const Tensor& logits, const Tensor& targets,
+                            const Tensor& row_max, const Tensor& sum_exp, int64_t vocab_start,
+                            float scale) {
+  Args args("cross_entropy_backward");
+  args.compute("logits", logits);
+  args.compute("d_logits", d_logits);
+  args.of_dtype("targets", targets, DType::i32);
+  args.of_dtype("row_max", row_max, DType::f32);
+  args.of_dtype("sum_exp", sum_exp, DType::f32);
+  const int64_t rows = logit_rows(args, logits);
+  args.rows_like("d_logits", d_logits, "[N, V] like logits", rows, logits.dim(-1));
+  args.numel("targets", targets, "one id per row of logits, N", rows);
+  args.numel("row_max", row_max, "one value per row of logits, N", rows);
+  args.numel("sum_exp", sum_exp, "one value per row of logits, N", rows);
+  check_vocab_start(args, vocab_start);
+  MT_CHECK(std::isfinite(scale), "cross_entropy_backward: scale must be finite, got ", scale);
+  MT_DISPATCH(args, cross_entropy_backward, d_logits, logits, targets, row_max, sum_exp,
+              vocab_start, scale);
+}
+
+void add(const Tensor& out, const Tensor& a, const Tensor& b) {
+  Args args("add");
+  args.compute("a", a);
+  args.compute("b", b);
+  args.compute("out", out);
+  args.numel("b", b, "the elements of a", a.numel());
+  args.numel("out", out, "the elements of a", a.numel());
+  MT_DISPATCH(args, add, out, a, b);
+}
+
+void axpy(const Tensor& y, float alpha, const Tensor& x) {
+  Args args("axpy");
+  args.compute("y", y);
+  args.compute("x", x);
+  args.numel("x", x, "the elements of y", y.numel());
+  MT_DISPATCH(args, axpy, y, alpha, x);
+}
+
+void scale(const Tensor& x, float alpha) {
+  Args args("scale");
+  args.compute("x", x);
+  MT_DISPATCH(args, scale, x, alpha);
+}
+
+double sum_squares(const std::vector<Tensor>& xs) {
+  std::vector<std::string> names;  // outlive args, which keeps pointers to them
+  for (size_t i = 0; i < xs.size(); ++i) names.push_back(detail::concat("xs[", i, "]"));
+  Args args("sum_squares");
+  for (size_t i = 0; i < xs.size(); ++i) args.compute(names[i].c_str(), xs[i]);
+  MT_DISPATCH(args, sum_squares, xs);
+}
+
+void cast(const Tensor& out, const Tensor& in) {
+  Args args("cast");
+  args.tensor("in", in);
+  args.tensor("out", out);
+  const bool float_pair = (in.dtype() == DType::f32 && out.dtype() == DType::bf16) ||
+                          (in.dtype() == DType::bf16 && out.dtype() == DType::f32);
+  MT_CHECK(float_pair || in.dtype() == out.dtype(),
+           "cast: converts f32 <-> bf16 or copies within one dtype, got in = ", in.describe(),
+           " and out = ", out.describe());
+  args.numel("out", out, "the elements of in", in.numel());
+  MT_DISPATCH(args, cast, out, in);
+}
+
+void adamw_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                const Tensor& exp_avg_sq, const AdamWHyper& hyper, int64_t step) {
+  Args args("adamw_step");
+  args.of_dtype("param", param, DType::f32);
+  args.of_dtype("grad", grad, DType::f32);
+  args.of_dtype("exp_avg", exp_avg, DType::f32);
+  args.of_dtype("exp_avg_sq", exp_avg_sq, DType::f32);
+  args.numel("grad", grad, "the elements of param", param.numel());
+  args.numel("exp_avg", exp_avg, "the elements of param", param.numel());
+  args.numel("exp_avg_sq", exp_avg_sq, "the elements of param", param.numel());
+  MT_CHECK_GE(step, 1, "adamw_step: step counts from 1");
+  MT_CHECK(hyper.lr >= 0.0f, "adamw_step: lr must be >= 0, got ", hyper.lr);
+  MT_CHECK(hyper.beta1 >= 0.0f && hyper.beta1 < 1.0f, "adamw_step: beta1 must be in [0, 1), got ",
+           hyper.beta1);
+  MT_CHECK(hyper.beta2 >= 0.0f && hyper.beta2 < 1.0f, "adamw_step: beta2 must be in [0, 1), got ",
+           hyper.beta2);
+  MT_CHECK(hyper.eps > 0.0f, "adamw_step: eps must be > 0, got ", hyper.eps);
+  MT_CHECK(hyper.weight_decay >= 0.0f, "adamw_step: weight_decay must be >= 0, got ",
+           hyper.weight_decay);
+  MT_DISPATCH(args, adamw_step, param, grad, exp_avg, exp_avg_sq, hyper, step);
+}
+
+}  // namespace meshtrain::ops

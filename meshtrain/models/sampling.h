@@ -1,0 +1,38 @@
+// Text generation from a single-rank GPT-2 (the whole model on this rank, no strategy) with a
+// key/value cache (meshtrain/models/gpt2_decoder.h): one pass over the prompt (its last ctx tokens when it is
+// longer), then one position per generated token.
+//
+// Each token is drawn from the logits after a window of the sequence's last tokens, encoded from
+// position 0. The window starts as the prompt's last min(length, ctx) tokens and grows by one per
+// generated token; when it would exceed ctx tokens (the cache is full and the next token has no
+// position of its own), it restarts as the last max(1, ctx / 2) tokens: the cache is dropped and
+// they are encoded again (one prefill), then decoding goes on one token at a time. So while the
+// sequence fits in the context every token sees all of it, and afterwards between ctx / 2 and ctx
+// tokens (a prefill of ctx / 2 tokens every ctx / 2 tokens, not a pass over ctx tokens per token).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "meshtrain/models/gpt2.h"
+
+namespace meshtrain {
+
+struct SampleOptions {
+  int64_t count = 256;       // tokens to generate
+  float temperature = 1.0f;  // 0: greedy (the most likely token, the lowest id on ties)
+  uint64_t seed = 0;         // the same seed gives the same text
+};
+
+// Returns prompt followed by count generated tokens. The prompt must be non-empty and its ids
+// inside the vocabulary. With temperature > 0 each token takes one draw of Rng(seed).uniform().
+std::vector<int32_t> generate(GPT2& model, std::vector<int32_t> prompt,
+                              const SampleOptions& options);
+
+// Byte-level models (vocab 256): generates options.count bytes after the prompt and returns them
+// (without the prompt). An empty prompt starts from "\n".
+std::string sample_text(GPT2& model, std::string_view prompt, const SampleOptions& options);
+
+}  // namespace meshtrain

@@ -1,0 +1,35 @@
+// StepRunner: one optimizer step's forward and backward over its micro-batches, below the
+// trainer. The default runs the micro-batches one after another through the engine (the hooks
+// are told each micro-batch's index); pipeline parallelism replaces it with a runner that executes
+// a schedule.
+#pragma once
+
+#include <vector>
+
+#include "meshtrain/mesh/device_mesh.h"
+#include "meshtrain/parallel/engine.h"
+
+namespace meshtrain {
+
+class StepRunner {
+ public:
+  StepRunner(Engine& engine, DeviceMesh& mesh) : engine_(engine), mesh_(mesh) {}
+  virtual ~StepRunner() = default;
+
+  // Runs every micro-batch forward and backward (set each one's loss_scale to 1 / global_tokens),
+  // then completes the gradient reductions. Returns the mean token loss of the global batch: the
+  // token losses summed over the data axes only (every tp rank holds the same loss, so one per tp
+  // group counts), over global_tokens. Collective over the world.
+  virtual double run(std::vector<MicroBatch>& micro_batches, double global_tokens);
+
+ protected:
+  // Numbers the micro-batches and sets their loss scale, 1 / global_tokens.
+  static void prepare(std::vector<MicroBatch>& micro_batches, double global_tokens);
+  // The global mean loss from the token losses the micro-batches added up on this rank.
+  double reduce_loss(const std::vector<MicroBatch>& micro_batches, double global_tokens);
+
+  Engine& engine_;
+  DeviceMesh& mesh_;
+};
+
+}  // namespace meshtrain

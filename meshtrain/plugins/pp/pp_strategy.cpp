@@ -1,0 +1,93 @@
+#include "meshtrain/plugins/pp/pp_strategy.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "meshtrain/core/error.h"
+#include "meshtrain/mesh/axis_names.h"
+#include "meshtrain/mesh/device_mesh.h"
+#include "meshtrain/plugins/pp/pipeline_runner.h"
+
+namespace meshtrain {
+
+PpStrategy::PpStrategy(PpOptions options) : options_(std::move(options)) {
+  MT_CHECK_GE(options_.virtual_stages, 1, "pp: virtual stages per rank must be at least 1");
+}
+
+void PpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& axes) {
+  MT_CHECK(axes.size() == 1 && axes[0] == mesh_axis::pp, "pp binds to the mesh axis '",
+           mesh_axis::pp, "' alone");
+  MT_CHECK(!stage_model_, "pp is applied once");
+  PipelinePlacement placement;
+  placement.schedule = options_.schedule;
+  placement.ranks = ctx.mesh.axis_size(mesh_axis::pp);
+  placement.virtual_stages = options_.virtual_stages;
+  placement.rank = ctx.mesh.axis_rank(mesh_axis::pp);
+  // Generating one schedule up front checks the options before any training.
+  make_schedule(options_.schedule, placement.ranks, placement.ranks, options_.virtual_stages);
+
+  Model& full = *ctx.model;
+  const std::vector<Layer*> layers = full.layers();
+  const int stages = placement.ranks * options_.virtual_stages;
+  const std::vector<LayerSpan> spans =
+      partition_layers(static_cast<int>(layers.size()), stages, options_.layers_per_stage);
+  std::vector<LayerSpan> mine;
+  for (int s = placement.rank; s < stages; s += placement.ranks) {
+    placement.stages.push_back(s);
+    mine.push_back(spans[s]);
+  }
+
+  // Parameters used by stages on several pp ranks (GPT-2's wte: the embedding and the tied head):
+  // each of those ranks holds a copy, and the first one's counts once.
+  std::map<Parameter*, std::set<int>> ranks_of;
+  for (int s = 0; s < stages; ++s)
+    for (int l = spans[s].first; l <= spans[s].last; ++l)
+      for (Parameter* p : layers[l]->parameters()) ranks_of[p].insert(s % placement.ranks);
+  for (const auto& [param, ranks] : ranks_of) {
+    if (ranks.size() < 2 || !ranks.count(placement.rank)) continue;
+    for (int r : ranks)
+      if (r != placement.rank) placement.tied[param->name()].push_back(r);
+    param->set_tied_copy(*ranks.begin() != placement.rank);
+  }
+
+  stage_model_ = std::make_unique<StageModel>(full, mine);
+  // The other stages' parameters are not this rank's to hold: free them.
+  const std::vector<Parameter*> kept = stage_model_->parameters();
+  for (Parameter* p : full.parameters())
+    if (std::find(kept.begin(), kept.end(), p) == kept.end())
+      p->make_unavailable(detail::concat("it lives on another pipeline stage than pp rank ",
+                                         placement.rank, "'s"));
+  placement.spans = stage_model_->local_spans();
+  ctx.model = stage_model_.get();
+  ctx.unit_specs = stage_model_->default_units();
+  ctx.pipelined = true;
+  ctx.make_runner = [placement](Engine& engine, TrainableState& state, DeviceMesh& mesh,
+                                DType activation_dtype) {
+    return std::make_unique<PipelineRunner>(engine, state, mesh, placement, activation_dtype);
+  };
+}
+
+void register_pp(StrategyRegistry& registry) {
+  registry.add("pp", [](const StrategyOptions& given) {
+    PpOptions options;
+    for (const auto& [key, value] : given) {
+      if (key == "schedule") {
+        options.schedule = parse_schedule_kind(value);
+      } else if (key == "virtual") {
+        options.virtual_stages = parse_int_option("pp", key, value, 1);
+      } else if (key == "layers") {
+        options.layers_per_stage = parse_layer_counts(value);
+      } else {
+        throw InvalidArgument(detail::concat("unknown pp option '", key,
+                                             "'; known: schedule, virtual, layers"));
+      }
+    }
+    // As `meshtrain schedule` does: interleaving needs at least two stages per rank.
+    if (options.schedule == ScheduleKind::interleaved && !given.count("virtual"))
+      options.virtual_stages = 2;
+    return std::make_unique<PpStrategy>(options);
+  });
+}
+
+}  // namespace meshtrain

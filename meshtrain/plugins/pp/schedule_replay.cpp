@@ -1,0 +1,54 @@
+#include "meshtrain/plugins/pp/schedule_replay.h"
+
+#include <algorithm>
+#include <map>
+
+namespace meshtrain {
+namespace {
+
+double cost_of(ActionKind kind, const Costs& costs) {
+  switch (kind) {
+    case ActionKind::forward: return costs.forward;
+    case ActionKind::backward_input: return costs.backward_input;
+    case ActionKind::backward_weight: return costs.backward_weight;
+    case ActionKind::full_backward: return costs.backward_input + costs.backward_weight;
+    default: return 0.0;
+  }
+}
+
+}  // namespace
+
+Replay replay(const Schedule& schedule, const Costs& costs) {
+  const size_t ranks = schedule.per_rank.size();
+  Replay out{std::vector<double>(ranks, 0.0), std::vector<double>(ranks, 0.0),
+             std::vector<size_t>(ranks, 0), true};
+  std::map<Action, double> posted;  // send -> when it was posted
+  // Each pass runs every rank as far as it can; a pass where none moves ends the replay. The
+  // times do not depend on the order of the passes: an action starts when its rank is free and,
+  // for a receive, its send was posted.
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (size_t r = 0; r < ranks; ++r) {
+      const std::vector<Action>& actions = schedule.per_rank[r];
+      for (size_t& next = out.stopped[r]; next < actions.size(); ++next) {
+        const Action& a = actions[next];
+        double start = out.finish[r];
+        if (is_recv(a.kind)) {
+          const auto send = posted.find(matching_transfer(a));
+          if (send == posted.end()) break;
+          start = std::max(start, send->second);
+        }
+        const double cost = cost_of(a.kind, costs);
+        out.finish[r] = start + cost;
+        out.busy[r] += cost;
+        if (is_send(a.kind)) posted[a] = out.finish[r];
+        moved = true;
+      }
+    }
+  }
+  for (size_t r = 0; r < ranks; ++r)
+    out.complete = out.complete && out.stopped[r] == schedule.per_rank[r].size();
+  return out;
+}
+
+}  // namespace meshtrain

@@ -1,0 +1,40 @@
+// Checking and costing a schedule without running it: validate() proves that a generic runtime
+// can execute it (every computation once, on its stage's rank, after what it needs, transfers
+// matched, no deadlock); simulate() replays it with per-action costs.
+#pragma once
+
+#include <vector>
+
+#include "meshtrain/plugins/pp/schedule.h"
+
+namespace meshtrain {
+
+// Time of one action of one stage. A full backward B costs backward_input + backward_weight;
+// sends and receives are free (a receive only waits for its send).
+struct Costs {
+  double forward = 1.0;
+  double backward_input = 1.0;
+  double backward_weight = 1.0;
+};
+
+struct Simulation {
+  double makespan = 0;         // from the first action to the last rank's end
+  std::vector<double> busy;    // per rank: time spent computing
+  std::vector<double> idle;    // per rank: makespan - busy (the bubble)
+  double bubble_fraction = 0;  // total idle / (ranks * makespan)
+  // Per rank: most micro-batches whose activations it holds at once, counted per stage from F to
+  // the stage's last backward action (B, or W when split), summed over the rank's stages.
+  std::vector<int> peak_in_flight;
+};
+
+// Throws InvalidArgument naming the offending action when the schedule is not executable: an
+// action out of range or on the wrong rank, a computation missing or repeated (each stage and
+// micro-batch needs one F and either one B or one I and one W), a send or receive without its
+// other end, an action before one it needs on its rank (a W before its I, a B or I before its F,
+// a computation before its receive), or a deadlock (naming every blocked receive).
+void validate(const Schedule& schedule);
+
+// Validates, then replays with `costs`: every rank runs its actions in order as soon as it can.
+Simulation simulate(const Schedule& schedule, const Costs& costs = {});
+
+}  // namespace meshtrain

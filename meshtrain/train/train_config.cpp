@@ -1,0 +1,190 @@
+#include "meshtrain/train/train_config.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "meshtrain/train/launcher.h"
+#include "meshtrain/train/reporter.h"
+#include "meshtrain/train/run_estimate.h"
+#include "meshtrain/checkpoint/durable_files.h"
+#include "meshtrain/core/device_memory.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/cpu/cpu_threads.h"
+#include "meshtrain/mesh/axis_names.h"
+#include "meshtrain/config.h"
+#include "meshtrain/plugins/builtin_strategies.h"
+#include "meshtrain/plugins/tp/tp_strategy.h"
+
+namespace meshtrain {
+
+BackendKind parse_backend(std::string_view text) {
+  if (text == "local") return BackendKind::local;
+  if (text == "mpi") return BackendKind::mpi;
+  if (text == "nccl") return BackendKind::nccl;
+  throw InvalidArgument(
+      detail::concat("unknown backend '", text, "', expected local, mpi or nccl"));
+}
+
+std::string_view backend_name(BackendKind kind) {
+  switch (kind) {
+    case BackendKind::local: return "local";
+    case BackendKind::mpi: return "mpi";
+    case BackendKind::nccl: return "nccl";
+  }
+  return "unknown";
+}
+
+namespace {
+std::string folder_of(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+// `folder` exists (checked by the caller) and takes `what`, of about `bytes`.
+void check_writable(const std::string& folder, const char* flag, const char* what, double bytes) {
+  MT_CHECK(access(folder.c_str(), W_OK) == 0, flag, ": the folder '", folder, "' is not writable");
+  const double free = free_disk_bytes(folder);
+  MT_CHECK(free < 0 || free >= bytes, flag, ": the file system of '", folder, "' has ",
+           format_bytes(static_cast<uint64_t>(free)), " free, ", what, " needs about ",
+           format_bytes(static_cast<uint64_t>(bytes)));
+}
+
+// An output is written after training (or as it goes): check it before the first step, so a typo,
+// a directory in the way or a full disk fails now rather than after the run.
+void check_output_file(const std::string& path, const char* flag, double bytes) {
+  if (path.empty()) return;
+  const std::string folder = folder_of(path);
+  MT_CHECK(std::filesystem::is_directory(folder), flag, ": the folder '", folder,
+           "' does not exist");
+  check_regular_output(path, flag);
+  check_writable(folder, flag, "the file", bytes);
+}
+
+void check_output_folder(const std::string& dir, const char* flag, double bytes) {
+  if (dir.empty()) return;
+  if (!std::filesystem::exists(dir)) {
+    check_output_file(dir, flag, bytes);  // created by the first save: its folder must take it
+    return;
+  }
+  MT_CHECK(std::filesystem::is_directory(dir), flag, " '", dir, "' exists and is not a folder");
+  check_writable(dir, flag, "a checkpoint", bytes);
+}
+
+// Sizes are multiplied into element counts and byte counts: bound each one first.
+void check_range(int64_t value, int64_t most, const char* flag) {
+  MT_CHECK(value <= most, flag, " ", value, " is out of range; at most ", most);
+}
+}  // namespace
+
+TrainConfig& TrainConfig::set(const std::string& plugin, const std::string& key,
+                              const std::string& value) {
+  strategies[plugin][key] = value;
+  return *this;
+}
+
+MeshLayout TrainConfig::effective_mesh() const {
+  if (mesh.ndim() > 0) return mesh;
+  return MeshLayout({{std::string(mesh_axis::dp_shard), world}});
+}
+
+int TrainConfig::ranks_on_this_machine() const {
+  return backend == BackendKind::local ? world : mpirun_local_processes().value_or(1);
+}
+
+int TrainConfig::threads_per_rank() const {
+  if (threads > 0) return threads;
+  return std::max(1, ops::cpu::available_cpus() / std::max(1, ranks_on_this_machine()));
+}
+
+Device TrainConfig::rank_device(int rank) const {
+  if (device == DeviceKind::cpu) return Device::cpu();
+  const int gpus = cuda_device_count();
+  MT_CHECK(gpus > 0, "--device cuda: no CUDA device is visible",
+           config::has_cuda ? "" : " (this build of meshtrain has no CUDA support)");
+  return Device::cuda(rank % gpus);
+}
+
+void TrainConfig::validate() const {
+  model.validate();
+  lr.validate();
+  MT_CHECK(!data_path.empty(), "--data: a token file is required (make one with meshtrain prepare)");
+  MT_CHECK_GT(steps, 0, "--steps must be positive");
+  MT_CHECK_GT(batch, 0, "--batch must be positive");
+  MT_CHECK_GT(seq, 0, "--seq must be positive");
+  MT_CHECK_LE(seq, model.ctx, "--seq must not exceed the model's context length");
+  MT_CHECK_GT(grad_accum, 0, "--grad-accum must be positive");
+  MT_CHECK_GE(weight_decay, 0.f, "--wd must not be negative");
+  MT_CHECK_GE(clip, 0.f, "--clip must not be negative");
+  MT_CHECK_GE(world, 1, "--world must be at least 1");
+  MT_CHECK_GT(timeout_s, 0, "--timeout must be positive (seconds)");
+  MT_CHECK_GE(threads, 0, "--threads must be positive (or 0: the CPUs split among the ranks)");
+  check_range(threads, ops::cpu::kMaxCpuThreads, "--threads");
+  check_range(batch, int64_t{1} << 24, "--batch");
+  check_range(steps, int64_t{1} << 40, "--steps");
+  check_range(grad_accum, batch, "--grad-accum");
+  check_range(world, 1 << 16, "--world");
+  // In nanoseconds past now, a deadline overflows near 9.2e9 s; 1e8 s is over three years.
+  check_range(timeout_s, int64_t{100'000'000}, "--timeout");
+  const double params = static_cast<double>(model.num_parameters());
+  check_output_file(save_path, "--save", 4.0 * params);
+  check_output_file(metrics_path, "--metrics", 0.0);
+  // No output may overwrite an input, or another output.
+  for (const auto& [output, flag] :
+       {std::pair{&save_path, "--save"}, {&metrics_path, "--metrics"}}) {
+    check_output_is_not_input(*output, flag, data_path, "the --data file");
+    check_output_is_not_input(*output, flag, init_path, "the --init path");
+  }
+  check_output_is_not_input(metrics_path, "--metrics", save_path, "the --save file");
+  check_output_folder(trace_dir, "--trace", 0.0);
+  check_output_folder(checkpoint_dir, "--checkpoint-dir", 12.0 * params);
+  MT_CHECK_GE(checkpoint_every, 0, "--checkpoint-every must not be negative");
+  MT_CHECK_GE(keep, 0, "--keep must not be negative");
+  MT_CHECK_GE(sample_bytes, 0, "--sample must not be negative (0: no sample)");
+  check_range(sample_bytes, int64_t{1} << 20, "--sample");  // printed only once it is complete
+  MT_CHECK(!checkpoint_dir.empty() || (checkpoint_every == 0 && keep == 0),
+           "--checkpoint-every and --keep need --checkpoint-dir");
+  MT_CHECK(resume_dir.empty() || init_path.empty(),
+           "--init and --resume exclude each other: a resume restores the parameters itself");
+  const MeshLayout layout = effective_mesh();
+  layout.check_world_size(world);
+  const int64_t dp = layout.span_size(mesh_axis::dp);
+  MT_CHECK_EQ(batch % dp, 0, "--batch must divide by the data-parallel degree ", dp);
+  MT_CHECK_EQ((batch / dp) % grad_accum, 0, "--batch / data-parallel degree (", batch / dp,
+              ") must divide by --grad-accum");
+  const int64_t tp = layout.has_axis(mesh_axis::tp) ? layout.axis_size(mesh_axis::tp) : 1;
+  MT_CHECK_EQ(model.heads % tp, 0, "--heads (", model.heads,
+              ") must divide by tp: tensor parallelism splits attention heads over tp");
+  MT_CHECK(device == DeviceKind::cpu || backend != BackendKind::mpi,
+           "--device cuda runs on the local backend (ranks as threads sharing the GPUs) or the "
+           "nccl backend (a process per GPU); --backend mpi moves host buffers");
+  MT_CHECK(backend != BackendKind::nccl || device == DeviceKind::cuda,
+           "--backend nccl moves GPU buffers: add --device cuda");
+  if (device == DeviceKind::cuda) rank_device(0);  // a GPU is there
+  // Host memory bounds a host run, and a GPU run's offloaded state.
+  const HostBytes per_rank = estimate_rank_host_bytes(*this);
+  const double machine = machine_memory_bytes();
+  const int ranks_here = ranks_on_this_machine();
+  const auto mib = [](double bytes) { return static_cast<int64_t>(bytes / (1 << 20)); };
+  MT_CHECK(machine == 0.0 || per_rank.bytes * ranks_here <= machine, "the run needs at least ",
+           mib(per_rank.bytes * ranks_here), " MiB of host memory (", mib(per_rank.bytes),
+           " MiB for each of ", ranks_here, " rank", ranks_here > 1 ? "s" : "",
+           " on this machine: ", per_rank.parts, "), the machine has ", mib(machine),
+           " MiB; lower --world, --batch or --seq, shard more",
+           device == DeviceKind::cpu ? "" : ", or drop --offload");
+  // Every plugin option is parsed once, by its plugin: build them now so a bad one fails here.
+  const StrategyRegistry registry = builtin_strategies();
+  bool sequence_parallel = false;
+  for (const auto& [plugin, options] : strategies) {
+    const std::unique_ptr<Strategy> strategy = registry.create(plugin, options);
+    if (plugin == "tp")
+      sequence_parallel = dynamic_cast<const TpStrategy&>(*strategy).options().sequence_parallel;
+  }
+  const int64_t rows = batch / dp / grad_accum * seq;
+  MT_CHECK(!sequence_parallel || rows % tp == 0, "sequence parallelism splits each micro-batch's ",
+           rows, " token rows (--batch / data-parallel degree / --grad-accum x --seq) over tp=", tp,
+           "; choose sizes whose token rows divide by tp");
+}
+
+}  // namespace meshtrain

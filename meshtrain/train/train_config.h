@@ -1,0 +1,88 @@
+// Everything a training run is configured with, from C++ or from `meshtrain train` flags.
+#pragma once
+
+#include <cstdint>
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "meshtrain/mesh/mesh_layout.h"
+#include "meshtrain/models/gpt2_config.h"
+#include "meshtrain/models/lr_schedule.h"
+#include "meshtrain/parallel/strategy_registry.h"
+
+namespace meshtrain {
+
+enum class BackendKind { local, mpi, nccl };
+BackendKind parse_backend(std::string_view text);
+std::string_view backend_name(BackendKind kind);
+
+struct TrainConfig {
+  GPT2Config model = gpt2_preset("demo");
+  // Weights to start from: a safetensors file, or a checkpoint (a step directory, or a folder whose
+  // newest complete checkpoint is taken); empty: initialise from the seed.
+  std::string init_path;
+  std::string data_path;  // llm.c token file
+  int64_t steps = 100;
+  int64_t batch = 8;       // global sequences per optimizer step
+  int64_t seq = 64;        // tokens per sequence
+  int64_t grad_accum = 1;  // micro-batches per step
+  LrSchedule lr;
+  float weight_decay = 0.0f;
+  float clip = 0.0f;  // max global gradient norm; 0 disables clipping
+  uint64_t seed = 1337;
+  std::string save_path;     // safetensors of the trained model (written by rank 0)
+  // Distributed checkpoints (docs/checkpoint.md): written to checkpoint_dir every
+  // checkpoint_every steps (0: only after the last step), keeping the newest `keep` (0: all).
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  int64_t keep = 0;
+  // Resumes from the newest complete checkpoint in this folder (or this step directory): the
+  // parameters, AdamW state, step and data position; `steps` stays the run's total.
+  std::string resume_dir;
+  std::string metrics_path;  // JSON lines, one object per step
+  // Chrome traces (docs/tracing.md): each rank writes trace_dir/rank_<r>.json at the end of the
+  // run (and of a failed run); empty: no tracing.
+  std::string trace_dir;
+  // Rank 0 prints a profile table at the end: time per kernel kind, exposed and total
+  // communication, achieved FLOP/s.
+  bool profile = false;
+  int world = 1;
+  BackendKind backend = BackendKind::local;
+  // Every collective wait ends after this long with an error naming the operation and the rank
+  // that did not arrive; the whole job then ends (a hang is a bug, on every backend).
+  int64_t timeout_s = 120;
+  // CPU threads of each rank (its kernels, OpenBLAS and oneDNN); 0: the CPUs this process may use
+  // split evenly among the ranks that share them (threads_per_rank()).
+  int threads = 0;
+  // Where each rank keeps its parameters, gradients, activations and optimizer state: the host,
+  // or CUDA GPUs. Local ranks share the visible GPUs round robin (rank r on cuda:(r mod GPUs)),
+  // so one GPU can hold a whole simulated mesh.
+  DeviceKind device = DeviceKind::cpu;
+  MeshLayout mesh;  // default: dp_shard over the whole world
+  // Options of each plugin by name ("fsdp": mode, prefetch, ...; "tp": sequence_parallel), as
+  // the strategy registry reads them (meshtrain/plugins/builtin_strategies.h); unset options take the
+  // plugin's defaults.
+  std::map<std::string, StrategyOptions> strategies;
+  int64_t sample_bytes = 200;  // text generated at the end (byte-level models); 0: none
+  bool quiet = false;
+
+  // The mesh to run on: the given one, or dp_shard=world.
+  MeshLayout effective_mesh() const;
+  // The ranks sharing this machine: local ranks are threads of this process, mpirun's are
+  // processes of this machine.
+  int ranks_on_this_machine() const;
+  // --threads, or the CPUs this process may use / ranks_on_this_machine() (at least 1).
+  int threads_per_rank() const;
+  // The device of rank `rank` of this machine (InvalidArgument when --device cuda finds no GPU).
+  Device rank_device(int rank) const;
+  // Sets one plugin option: config.set("fsdp", "mode", "hybrid").
+  TrainConfig& set(const std::string& plugin, const std::string& key, const std::string& value);
+  // InvalidArgument naming the flag and what was expected: every size in range before anything is
+  // multiplied or allocated, outputs writable (and with room, where the file system says) before
+  // the first step, and, on the local backend, the whole world's estimated memory within the
+  // machine's.
+  void validate() const;
+};
+
+}  // namespace meshtrain

@@ -1,0 +1,283 @@
+#include "meshtrain/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include "meshtrain/checkpoint/durable_files.h"
+#include "meshtrain/core/comm/gather_values.h"
+#include "meshtrain/core/comm/work.h"
+#include "meshtrain/core/device_memory.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/ops.h"
+#include "meshtrain/core/trace/recorder.h"
+#include "meshtrain/mesh/axis_names.h"
+#include "meshtrain/models/checkpoint.h"
+#include "meshtrain/models/gpt2_init.h"
+#include "meshtrain/models/safetensors.h"
+#include "meshtrain/models/sampling.h"
+#include "meshtrain/models/token_file.h"
+#include "meshtrain/parallel/grad_norm.h"
+#include "meshtrain/plugins/builtin_strategies.h"
+
+namespace meshtrain {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+AdamWConfig adamw_config(const TrainConfig& config) {
+  AdamWConfig c;
+  c.weight_decay = config.weight_decay;
+  return c;
+}
+
+// The plan for the mesh: each mesh axis goes to the plugin that serves it, the data axes together.
+void build_plan(ParallelPlan& plan, const MeshLayout& layout, const TrainConfig& config) {
+  const StrategyRegistry registry = builtin_strategies();
+  std::vector<std::pair<std::string, std::vector<std::string>>> bindings;  // in mesh order
+  for (const MeshAxis& axis : layout.axes()) {
+    const std::string plugin = plugin_for_axis(axis.name);
+    if (bindings.empty() || bindings.back().first != plugin) bindings.push_back({plugin, {}});
+    bindings.back().second.push_back(axis.name);
+  }
+  for (const auto& [plugin, options] : config.strategies)
+    MT_CHECK(std::any_of(bindings.begin(), bindings.end(),
+                         [&](const auto& b) { return b.first == plugin; }),
+             "options are given for the '", plugin, "' plugin, but the mesh ", layout.to_string(),
+             " has no axis it serves");
+  for (const auto& [plugin, axes] : bindings) {
+    const auto options = config.strategies.find(plugin);
+    plan.add(registry.create(plugin, options == config.strategies.end() ? StrategyOptions{}
+                                                                        : options->second),
+             axes);
+  }
+}
+
+// A GPU backend's world is bound to its rank's GPU; local ranks share the GPUs round robin.
+Device rank_device(const TrainConfig& config, const Communicator& world) {
+  const Device bound = world.exchange_device();
+  return bound.is_cuda() ? bound : config.rank_device(world.rank());
+}
+
+template <typename T>
+T max_of(const std::vector<T>& values) {
+  return *std::max_element(values.begin(), values.end());
+}
+}  // namespace
+
+Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& memory)
+    : config_(config), world_(world), memory_(memory), optimizer_(adamw_config(config)) {
+  config_.validate();
+  mesh_ = std::make_unique<DeviceMesh>(world_, config_.effective_mesh());
+  std::vector<uint16_t> tokens = read_token_file(config_.data_path);
+  const int64_t step_tokens = config_.batch * config_.seq + 1;
+  MT_CHECK(static_cast<int64_t>(tokens.size()) >= step_tokens, "--data '", config_.data_path,
+           "' holds ", tokens.size(), " tokens, fewer than one step reads (--batch x --seq + 1 = ",
+           step_tokens, "): every batch would repeat the same data; use a longer file or a "
+           "smaller --batch or --seq");
+  data_ = fingerprint_tokens(tokens);
+
+  // Sharded initialisation: the model has no tensors, and each rank fills only its own pieces,
+  // from a checkpoint, a safetensors file or the seed.
+  model_ = std::make_unique<GPT2>(
+      config_.model,
+      GPT2Options{.device = rank_device(config_, world_), .materialize = false});
+  std::unique_ptr<CheckpointReader> checkpoint;
+  std::unique_ptr<ParameterSource> values;
+  if (!config_.resume_dir.empty()) {
+    checkpoint = std::make_unique<CheckpointReader>(find_checkpoint(config_.resume_dir, "--resume"));
+    check_resumable(checkpoint->metadata(), config_, data_, checkpoint->path());
+  } else if (is_checkpoint_path(config_.init_path)) {
+    checkpoint = std::make_unique<CheckpointReader>(find_checkpoint(config_.init_path, "--init"));
+  }
+  // Each process lists the folder itself: a file system that shows ranks different steps (a stale
+  // NFS cache) must not let them load different checkpoints.
+  if (checkpoint)
+    require_same_on_every_rank(world_, checkpoint->path(), "the checkpoint to load (the newest "
+                               "complete one in the folder, as each rank sees it)");
+  check_no_later_checkpoints(config_.checkpoint_dir,
+                             config_.resume_dir.empty() ? 0 : checkpoint->step());
+  if (checkpoint)
+    values = std::make_unique<CheckpointValues>(*checkpoint);
+  else if (!config_.init_path.empty())
+    values = std::make_unique<SafetensorsValues>(config_.init_path, model_->parameters());
+  else
+    values = std::make_unique<Gpt2InitValues>(config_.model, config_.seed);
+
+  build_plan(plan_, mesh_->layout(), config_);
+  parallel_ = plan_.apply(*mesh_, *model_, values.get());
+
+  if (!config_.resume_dir.empty()) {
+    restore_optimizer(*checkpoint, *parallel_.state, optimizer_, *mesh_, *model_);
+    step_ = checkpoint->step();
+    MT_CHECK_LE(step_, config_.steps, "--resume ", checkpoint->path(),
+                ": the checkpoint is past --steps (the run's total)");
+    resumed_from_ = checkpoint->path();
+  }
+
+  batches_ = std::make_unique<TokenBatches>(
+      std::move(tokens), config_.model.vocab, config_.batch, config_.seq,
+      mesh_->axis_size(mesh_axis::dp), mesh_->axis_rank(mesh_axis::dp));
+}
+
+FsdpStrategy* Trainer::fsdp() const { return dynamic_cast<FsdpStrategy*>(plan_.find("fsdp")); }
+
+uint64_t Trainer::strategy_bytes_sent() const {
+  // Every axis's group and the flattened "dp" (FSDP bound to both data axes runs on it).
+  uint64_t total = mesh_->comm(mesh_axis::dp).counters().total_sent();
+  for (const MeshAxis& axis : mesh_->layout().axes())
+    total += mesh_->comm(axis.name).counters().total_sent();
+  return total;
+}
+
+StepMetrics Trainer::step() {
+  // The step's span in the trace: the step boundary (docs/tracing.md).
+  const trace::Scope step_span(trace::Kind::step,
+                               [&] { return "step " + std::to_string(step_ + 1); });
+  memory_.reset_peaks();
+  const uint64_t bytes_before = strategy_bytes_sent();
+  const double waited_before = comm_wait_seconds();
+  const auto start = Clock::now();
+
+  const TokenBatch batch = batches_->batch(step_);
+  const int64_t micro_rows = batches_->local_batch() / config_.grad_accum;
+  const double global_tokens = static_cast<double>(config_.batch * config_.seq);
+  std::vector<MicroBatch> micro_batches(static_cast<size_t>(config_.grad_accum));
+  for (int64_t k = 0; k < config_.grad_accum; ++k) {
+    micro_batches[k].tokens = batch.tokens.rows(k * micro_rows, micro_rows);
+    micro_batches[k].targets = batch.targets.rows(k * micro_rows, micro_rows);
+  }
+  const double loss = parallel_.runner->run(micro_batches, global_tokens);
+
+  TrainableState& state = *parallel_.state;
+  std::vector<OptimizerSlot> slots = state.optimizer_slots();
+  std::optional<trace::Scope> update_span;  // the gradient norm, clipping and AdamW
+  update_span.emplace(trace::Kind::other, "optimizer update");
+  const double grad_norm = global_grad_norm(slots, *mesh_);
+  // Every rank holds the same reduced figures, so every rank stops here, before the update.
+  if (!std::isfinite(loss) || !std::isfinite(grad_norm))
+    throw Error(detail::concat("step ", step_ + 1, ": the loss is ", loss,
+                               " and the gradient norm ", grad_norm,
+                               "; stopping before the optimizer step (the parameters are those "
+                               "of the previous step; try a lower --lr or check the data)"));
+  if (config_.clip > 0.f) clip_grads(slots, grad_norm, config_.clip);
+  const float lr = config_.lr.at(step_);
+  optimizer_.step(slots, lr);
+  state.zero_grad();
+  // An update can overflow where the loss and gradients were finite (a huge --lr): caught here,
+  // before this step is checkpointed or saved, not at the next step's loss.
+  std::vector<Tensor> updated;
+  for (const OptimizerSlot& slot : slots) updated.push_back(slot.param);
+  const double params_sum_squares = ops::sum_squares(updated);
+  // A GPU step ends when its queued kernels have run.
+  device_synchronize(model_->device(), std::chrono::seconds(config_.timeout_s));
+  update_span.reset();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double exposed = comm_wait_seconds() - waited_before;  // every strategy's, and the loss's
+
+  // Reduce the step's figures over ranks (on the world communicator, outside the counted groups).
+  const MemoryStats mem = memory_.stats(config_.device);
+  // The state a rank holds between steps, wherever it lives (offloaded: on the host).
+  uint64_t sharded = 0;
+  for (const DeviceKind kind : {DeviceKind::cpu, DeviceKind::cuda}) {
+    const MemoryStats held = memory_.stats(kind);
+    sharded += held[MemoryCategory::param].current + held[MemoryCategory::grad].current +
+               held[MemoryCategory::optimizer].current;
+  }
+  const std::vector<uint64_t> mine = {strategy_bytes_sent() - bytes_before,
+                                      mem.total.peak,
+                                      sharded,
+                                      mem.model_state.peak,
+                                      mem[MemoryCategory::unsharded_param].peak,
+                                      mem[MemoryCategory::unsharded_grad].peak,
+                                      mem[MemoryCategory::comm].peak};
+  const std::vector<uint64_t> counts = all_gather_values(world_, mine);
+  const std::vector<double> reals =
+      all_gather_values(world_, std::vector<double>{seconds, exposed, params_sum_squares});
+  constexpr size_t kReals = 3;
+  for (size_t r = 0; r < reals.size() / kReals; ++r)
+    if (!std::isfinite(reals[kReals * r + 2]))
+      throw Error(detail::concat(
+          "step ", step_ + 1, ": the optimizer step made parameters non-finite (rank ", r,
+          ") though the loss (", loss, ") and the gradient norm (", grad_norm,
+          ") were finite; stopping before this step is checkpointed or saved (try a lower --lr)"));
+
+  StepMetrics m;
+  m.step = step_;
+  m.lr = lr;
+  m.grad_norm = grad_norm;
+  m.loss = loss;
+  const size_t n = static_cast<size_t>(world_.size()), k = mine.size();
+  for (size_t r = 0; r < n; ++r) {
+    const uint64_t* c = &counts[r * k];
+    m.step_time_s = std::max(m.step_time_s, reals[kReals * r]);
+    m.exposed_comm_s = std::max(m.exposed_comm_s, reals[kReals * r + 1]);
+    m.comm_bytes = std::max(m.comm_bytes, c[0]);
+    m.peak_mem_per_rank.push_back(c[1]);
+    m.sharded_state_bytes = std::max(m.sharded_state_bytes, c[2]);
+    m.model_state_peak_bytes = std::max(m.model_state_peak_bytes, c[3]);
+    m.unsharded_param_peak_bytes = std::max(m.unsharded_param_peak_bytes, c[4]);
+    m.unsharded_grad_peak_bytes = std::max(m.unsharded_grad_peak_bytes, c[5]);
+    m.comm_staging_peak_bytes = std::max(m.comm_staging_peak_bytes, c[6]);
+  }
+  m.peak_mem_bytes = max_of(m.peak_mem_per_rank);
+  m.tokens_per_s = global_tokens / m.step_time_s;
+  ++step_;
+  return m;
+}
+
+void Trainer::gather_parameters(const ParameterVisitor& fn) {
+  meshtrain::gather_parameters(*parallel_.state, *mesh_, *model_, fn);
+}
+
+void Trainer::save(const std::string& path) {
+  // Written beside its final name and renamed into place once complete and synced: a failure
+  // never leaves a partial file under `path`.
+  std::optional<AtomicFile> file;
+  std::unique_ptr<SafetensorsWriter> writer;  // closed before `file` removes a failed write
+  if (rank() == 0) {
+    file.emplace(path);
+    std::vector<SafetensorsSpec> specs;
+    for (Parameter* p : model_->parameters())
+      specs.push_back({p->name(), DType::f32, p->global_shape()});
+    writer = std::make_unique<SafetensorsWriter>(
+        file->partial_path(), std::move(specs),
+        std::map<std::string, std::string>{{"format", "pt"},
+                                           {"heads", std::to_string(config_.model.heads)}});
+  }
+  gather_parameters([&](const Parameter& p, const Tensor& value) {
+    if (writer) writer->write(p.name(), value);
+  });
+  if (!writer) return;
+  writer->finish();
+  file->commit();
+}
+
+std::string Trainer::save_checkpoint(const std::function<void(const std::string&)>& after_file) {
+  MT_CHECK(!config_.checkpoint_dir.empty(), "save_checkpoint needs --checkpoint-dir");
+  CheckpointSaveOptions options;
+  options.keep = config_.keep;
+  options.after_file = after_file;
+  return meshtrain::save_checkpoint(
+      world_, config_.checkpoint_dir, step_,
+      stored_training_state(*parallel_.state, optimizer_, *mesh_, *model_),
+      run_metadata(config_, mesh_->layout(), data_, step_, optimizer_.steps_taken()), options);
+}
+
+std::string Trainer::sample(int64_t bytes, uint64_t seed) {
+  MT_CHECK_EQ(config_.model.vocab, 256, "sampling text needs a byte-level model (vocab 256)");
+  std::unique_ptr<GPT2> whole;
+  if (rank() == 0) whole = std::make_unique<GPT2>(config_.model);
+  gather_parameters([&](const Parameter& p, const Tensor& value) {
+    if (whole) whole->parameter(p.name()).value().copy_from(value);
+  });
+  if (!whole) return "";
+  SampleOptions options;
+  options.count = bytes;
+  options.temperature = 0.8f;
+  options.seed = seed;
+  return sample_text(*whole, "\n", options);
+}
+
+}  // namespace meshtrain

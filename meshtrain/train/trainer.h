@@ -1,0 +1,76 @@
+// Trainer: one rank's view of a training run — the mesh, GPT-2, the parallel plan built from the
+// mesh's axes and the built-in plugins, the data, AdamW — feeding batches to the step runner and
+// stepping the optimizer. Every rank of the world constructs one with the same config and calls
+// the same methods in the same order (SPMD).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "meshtrain/train/step_metrics.h"
+#include "meshtrain/train/train_config.h"
+#include "meshtrain/train/training_checkpoint.h"
+#include "meshtrain/core/comm/communicator.h"
+#include "meshtrain/mesh/device_mesh.h"
+#include "meshtrain/models/adamw.h"
+#include "meshtrain/models/gpt2.h"
+#include "meshtrain/models/token_batches.h"
+#include "meshtrain/parallel/global_parameters.h"
+#include "meshtrain/parallel/parallel_plan.h"
+#include "meshtrain/plugins/fsdp/fsdp_strategy.h"
+
+namespace meshtrain {
+
+class Trainer {
+ public:
+  Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& memory);
+
+  // Runs the next optimizer step (collective) and returns its metrics.
+  StepMetrics step();
+  int64_t steps_done() const { return step_; }
+
+  GPT2& model() { return *model_; }
+  DeviceMesh& mesh() { return *mesh_; }
+  const ParallelPlan& plan() const { return plan_; }
+  // What runs a step's micro-batches (a PipelineRunner under pipeline parallelism).
+  StepRunner& runner() { return *parallel_.runner; }
+  // What this rank holds and the optimizer steps (FSDP: its shards).
+  TrainableState& state() { return *parallel_.state; }
+  // The FSDP strategy of the plan (null without data axes).
+  FsdpStrategy* fsdp() const;
+  int rank() const { return world_.rank(); }
+
+  // Collective: world rank 0 calls fn on every parameter's global fp32 value (Hugging Face shape),
+  // one parameter at a time (meshtrain/parallel/global_parameters.h); the other ranks only send.
+  void gather_parameters(const ParameterVisitor& fn);
+  // Collective: rank 0 writes the full model to a Hugging Face GPT-2 safetensors file.
+  void save(const std::string& path);
+  // Collective: writes a distributed checkpoint of the run as it stands (after steps_done() steps)
+  // to config.checkpoint_dir and returns its path. `after_file` is save_checkpoint's test hook.
+  std::string save_checkpoint(const std::function<void(const std::string&)>& after_file = {});
+  // The checkpoint this run resumed from (empty for a fresh run).
+  const std::string& resumed_from() const { return resumed_from_; }
+  // Collective: rank 0 returns text sampled from the trained model (byte-level models only);
+  // other ranks return an empty string.
+  std::string sample(int64_t bytes, uint64_t seed);
+
+ private:
+  uint64_t strategy_bytes_sent() const;
+
+  TrainConfig config_;
+  Communicator& world_;
+  MemoryTracker& memory_;
+  std::unique_ptr<DeviceMesh> mesh_;
+  std::unique_ptr<GPT2> model_;
+  ParallelPlan plan_;
+  ParallelModel parallel_;
+  std::unique_ptr<TokenBatches> batches_;
+  AdamW optimizer_;
+  DataFingerprint data_;
+  int64_t step_ = 0;
+  std::string resumed_from_;
+};
+
+}  // namespace meshtrain

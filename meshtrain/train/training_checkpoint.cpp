@@ -1,0 +1,185 @@
+#include "meshtrain/train/training_checkpoint.h"
+
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include "meshtrain/checkpoint/checkpoint_directory.h"
+#include "meshtrain/checkpoint/json_fields.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/models/rng.h"
+#include "meshtrain/parallel/grad_norm.h"
+#include "meshtrain/parallel/slot_pieces.h"
+
+namespace meshtrain {
+
+namespace {
+
+std::string hex(uint64_t value) {
+  static const char* digits = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, value >>= 4) out[static_cast<size_t>(i)] = digits[value & 15];
+  return out;
+}
+
+// The fields of a training run's metadata in `checkpoint`, with errors that name it.
+JsonFields metadata_fields(const std::string& checkpoint) {
+  return JsonFields(
+      detail::concat("checkpoint '", checkpoint, "' (the metadata of a training run)"));
+}
+
+int64_t count_field(const JsonFields& fields, const nlohmann::json& object, const char* key) {
+  return static_cast<int64_t>(fields.unsigned_field(object, key));
+}
+
+std::map<std::string, const Parameter*> by_name(Model& model) {
+  std::map<std::string, const Parameter*> out;
+  for (const Parameter* p : model.parameters()) out[p->name()] = p;
+  return out;
+}
+
+const Parameter& parameter_of(const OptimizerSlot& slot,
+                              const std::map<std::string, const Parameter*>& params) {
+  const auto it = params.find(slot.name);
+  MT_CHECK(it != params.end(), "slot '", slot.name, "' is no parameter of the model");
+  return *it->second;
+}
+
+}  // namespace
+
+nlohmann::json model_metadata(const GPT2Config& m) {
+  return {{"vocab", m.vocab}, {"ctx", m.ctx}, {"dim", m.dim}, {"layers", m.layers},
+          {"heads", m.heads}};
+}
+
+std::string find_checkpoint(const std::string& path, std::string_view flag) {
+  if (std::filesystem::exists(std::filesystem::path(path) / "index.json")) return path;
+  MT_CHECK(std::filesystem::is_directory(path), flag, " '", path,
+           "': expected a checkpoint folder (written with --checkpoint-dir)");
+  const std::optional<std::string> latest = latest_checkpoint(path);
+  MT_CHECK(latest.has_value(), flag, " '", path, "': the folder holds no complete checkpoint");
+  return *latest;
+}
+
+bool is_checkpoint_path(const std::string& path) { return std::filesystem::is_directory(path); }
+
+void check_no_later_checkpoints(const std::string& dir, int64_t step) {
+  if (dir.empty() || !std::filesystem::is_directory(dir)) return;
+  const auto held = complete_checkpoints(dir);
+  MT_CHECK(held.empty() || held.back().first <= step, "--checkpoint-dir '", dir, "' already holds ",
+           held.back().second, ", past step ", step,
+           " where this run starts: it belongs to another run, or to the later steps of the one "
+           "this run restarts, and would be taken for this run's newest; move it away or write "
+           "to another folder");
+}
+
+GPT2Config checkpoint_model(const CheckpointReader& reader) {
+  const JsonFields fields = metadata_fields(reader.path());
+  const nlohmann::json& model = fields.object_field(reader.metadata(), "model");
+  GPT2Config config;
+  config.vocab = count_field(fields, model, "vocab");
+  config.ctx = count_field(fields, model, "ctx");
+  config.dim = count_field(fields, model, "dim");
+  config.layers = count_field(fields, model, "layers");
+  config.heads = count_field(fields, model, "heads");
+  config.validate();
+  return config;
+}
+
+DataFingerprint fingerprint_tokens(const std::vector<uint16_t>& tokens) {
+  // The tokens' bytes as the token file stores them (little-endian uint16).
+  const std::string_view bytes(reinterpret_cast<const char*>(tokens.data()),
+                               tokens.size() * sizeof(uint16_t));
+  return {static_cast<int64_t>(tokens.size()), fnv1a64(bytes)};
+}
+
+std::string exp_avg_name(const std::string& param) { return "optimizer.exp_avg." + param; }
+std::string exp_avg_sq_name(const std::string& param) { return "optimizer.exp_avg_sq." + param; }
+
+nlohmann::json run_metadata(const TrainConfig& config, const MeshLayout& mesh,
+                            const DataFingerprint& data, int64_t step, int64_t optimizer_steps) {
+  return {{"step", step},
+          {"model", model_metadata(config.model)},
+          {"batch", config.batch},
+          {"seq", config.seq},
+          {"grad_accum", config.grad_accum},
+          {"data", {{"path", config.data_path}, {"tokens", data.tokens}, {"fnv1a64", hex(data.hash)}}},
+          {"seed", config.seed},
+          {"lr", {{"lr", config.lr.lr}, {"warmup_steps", config.lr.warmup_steps},
+                  {"decay_steps", config.lr.decay_steps}, {"min_lr", config.lr.min_lr}}},
+          {"weight_decay", config.weight_decay},
+          {"clip", config.clip},
+          {"optimizer", {{"name", "adamw"}, {"steps", optimizer_steps}}},
+          {"mesh", mesh.to_string()},
+          {"world", config.world}};
+}
+
+void check_resumable(const nlohmann::json& metadata, const TrainConfig& config,
+                     const DataFingerprint& data, const std::string& checkpoint) {
+  const JsonFields fields = metadata_fields(checkpoint);
+  const nlohmann::json& model = fields.object_field(metadata, "model");
+  const nlohmann::json wanted = model_metadata(config.model);
+  for (const auto& [key, value] : wanted.items()) {
+    const nlohmann::json& stored = fields.field(model, key.c_str());
+    MT_CHECK(stored == value, "--resume ", checkpoint, ": the checkpoint's model has ", key, " ",
+             stored.dump(), ", this run's has ", key, " ", value.dump(),
+             "; resume with the same model");
+  }
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"batch", config.batch},
+                                   {"seq", config.seq}})
+    MT_CHECK(count_field(fields, metadata, key) == value, "--resume ", checkpoint,
+             ": the checkpoint was trained with --", key, " ", count_field(fields, metadata, key),
+             ", this run asks for ", value,
+             "; the batch contract (global batch and sequence length) must stay the same");
+  const nlohmann::json& stored = fields.object_field(metadata, "data");
+  const int64_t tokens = count_field(fields, stored, "tokens");
+  const std::string hash = fields.string_field(stored, "fnv1a64");
+  MT_CHECK(tokens == data.tokens && hash == hex(data.hash), "--resume ", checkpoint,
+           ": the data differs: the checkpoint was trained on ", tokens, " tokens (FNV-1a ", hash,
+           ", from '", fields.string_field(stored, "path"), "'), --data '", config.data_path,
+           "' holds ", data.tokens, " tokens (FNV-1a ", hex(data.hash), ")");
+}
+
+std::vector<StoredTensor> stored_training_state(TrainableState& state, AdamW& optimizer,
+                                                const DeviceMesh& mesh, Model& model) {
+  const auto params = by_name(model);
+  std::vector<StoredTensor> out;
+  for (const OptimizerSlot& slot : state.held_slots()) {
+    if (!owns_slot(slot, mesh)) continue;
+    const Parameter& p = parameter_of(slot, params);
+    const SlotPieces where = slot_pieces(slot, p, mesh);
+    out.push_back({slot.name, p.global_shape(), slot.param.view(0, where.local_shape), where.pieces});
+  }
+  const std::vector<OptimizerSlot> slots = state.optimizer_slots();
+  optimizer.prepare_state(slots);  // zero moments before the first step
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (!owns_slot(slots[i], mesh)) continue;
+    const Parameter& p = parameter_of(slots[i], params);
+    const SlotPieces where = slot_pieces(slots[i], p, mesh);
+    out.push_back({exp_avg_name(slots[i].name), p.global_shape(),
+                   optimizer.exp_avg(i).view(0, where.local_shape), where.pieces});
+    out.push_back({exp_avg_sq_name(slots[i].name), p.global_shape(),
+                   optimizer.exp_avg_sq(i).view(0, where.local_shape), where.pieces});
+  }
+  return out;
+}
+
+void restore_optimizer(CheckpointReader& reader, TrainableState& state, AdamW& optimizer,
+                       const DeviceMesh& mesh, Model& model) {
+  const JsonFields fields = metadata_fields(reader.path());
+  const nlohmann::json& stored = fields.object_field(reader.metadata(), "optimizer");
+  optimizer.set_steps_taken(count_field(fields, stored, "steps"));
+  const auto params = by_name(model);
+  const std::vector<OptimizerSlot> slots = state.optimizer_slots();
+  optimizer.prepare_state(slots);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const Parameter& p = parameter_of(slots[i], params);
+    const SlotPieces where = slot_pieces(slots[i], p, mesh);
+    reader.read(exp_avg_name(slots[i].name), p.global_shape(),
+                optimizer.exp_avg(i).view(0, where.local_shape), where.pieces);
+    reader.read(exp_avg_sq_name(slots[i].name), p.global_shape(),
+                optimizer.exp_avg_sq(i).view(0, where.local_shape), where.pieces);
+  }
+}
+
+}  // namespace meshtrain
