@@ -7,8 +7,10 @@
 #include "meshtrain/mesh/device_mesh.h"
 #include "meshtrain/models/checkpoint.h"
 #include "meshtrain/models/gpt2.h"
+#include "meshtrain/models/gpt2_init.h"
 #include "meshtrain/parallel/parallel_plan.h"
 #include "meshtrain/plugins/fsdp/fsdp_strategy.h"
+#include "meshtrain/plugins/pp/pp_strategy.h"
 #include "meshtrain/plugins/tp/tp_strategy.h"
 #include "tests/support/error_message.h"
 #include "tests/support/scratch_dir.h"
@@ -81,6 +83,57 @@ TEST(TpPlan, ClearErrors) {
   EXPECT_THAT(plan_error("tp=4", {{"tp", {"tp"}}}, GPT2Config{6, 13, 24, 2, 4}),
               HasSubstr("tensor parallelism splits the vocabulary (6 rows) over tp=4 in slices of "
                         "2 rows, which leaves the last tp rank none"));
+}
+
+// GPT-2 with one more rule in its tensor-parallel plan.
+class Gpt2WithExtraRule : public GPT2 {
+ public:
+  Gpt2WithExtraRule(const GPT2Config& config, nn::TpRule extra)
+      : GPT2(config, GPT2Options{.materialize = false}), extra_(std::move(extra)) {}
+  std::vector<nn::TpRule> tensor_parallel_plan() override {
+    std::vector<nn::TpRule> plan = GPT2::tensor_parallel_plan();
+    plan.push_back(extra_);
+    return plan;
+  }
+
+ private:
+  nn::TpRule extra_;
+};
+
+// Every rank's error from applying tp (and pp, when the mesh has it) to that model; "" for none.
+std::vector<std::string> extra_rule_errors(const std::string& mesh_spec, const nn::TpRule& rule) {
+  const MeshLayout layout = parse_mesh_spec(mesh_spec);
+  std::vector<std::string> errors(layout.size());
+  spawn_ranks(layout.size(), [&](RankContext& ctx) {
+    DeviceMesh mesh(ctx.world, layout);
+    const GPT2Config config = gpt2_preset("tiny");
+    Gpt2WithExtraRule model(config, rule);
+    const Gpt2InitValues init(config, 1);
+    ParallelPlan plan;
+    plan.add(std::make_unique<TpStrategy>(), {"tp"});
+    if (layout.has_axis("pp")) plan.add(std::make_unique<PpStrategy>(), {"pp"});
+    try {
+      plan.apply(mesh, model, &init);
+    } catch (const InvalidArgument& e) {
+      errors[ctx.rank] = e.what();
+    }
+  });
+  return errors;
+}
+
+TEST(TpPlan, ARuleThatMatchesNoModuleIsAnError) {
+  // A misspelt pattern would otherwise leave the MLPs replicated without a word.
+  for (const std::string& error : extra_rule_errors("tp=2", {"h.*.mlp.cfc", nn::TpStyle::colwise}))
+    EXPECT_THAT(error, StartsWith("tp: the model's tensor-parallel rule 'h.*.mlp.cfc' (style "
+                                  "colwise) matches no module; this rank's modules are: wte, wpe, "
+                                  "h.0.ln_1"));
+  // Under a pipeline a rank holds some blocks only: a rule matched on any stage counts. wpe
+  // lives on the first stage, ln_f on the last; a rule for both matches on both.
+  for (const std::string& error :
+       extra_rule_errors("pp=2,tp=2", {"ln_f", nn::TpStyle::sequence}))
+    EXPECT_EQ(error, "");
+  for (const std::string& error : extra_rule_errors("pp=2,tp=2", {"h.*.mlp", nn::TpStyle::colwise}))
+    EXPECT_THAT(error, HasSubstr("rule 'h.*.mlp' (style colwise) matches no module"));
 }
 
 // Rank 0's error from building a Trainer on every rank and running one step.
