@@ -123,7 +123,7 @@ void TrainReporter::resumed(const std::string& checkpoint, int64_t steps_done) {
       if (in.eof()) break;
       const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
       const bool later = j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
-                         j["step"].get<int64_t>() >= steps_done;
+                         j["step"].get<int64_t>() > steps_done;
       if (!later) kept += line + "\n";
     }
     if (in.bad()) throw IoError("cannot read the metrics file '" + config_.metrics_path + "'");
@@ -150,7 +150,8 @@ void TrainReporter::on_step(const StepMetrics& m) {
   }
   last_ = m;
   if (!config_.metrics_path.empty()) {
-    nlohmann::json j = {{"step", m.step},
+    // Numbered as the console and the checkpoints count: 1 is the first step.
+    nlohmann::json j = {{"step", m.step + 1},
                         {"loss", m.loss},
                         {"lr", m.lr},
                         {"step_time_s", m.step_time_s},

@@ -160,7 +160,7 @@ TEST_F(Cli, ShortTrainRunWritesMetrics) {
   const std::vector<std::string> lines = testing::read_lines(metrics);
   ASSERT_EQ(lines.size(), 3u);
   for (size_t i = 0; i < lines.size(); ++i)
-    EXPECT_EQ(nlohmann::json::parse(lines[i])["step"].get<int64_t>(), static_cast<int64_t>(i));
+    EXPECT_EQ(nlohmann::json::parse(lines[i])["step"].get<int64_t>(), static_cast<int64_t>(i + 1));
 }
 
 std::map<std::string, std::vector<float>> tensors_of(const std::string& path) {
@@ -294,7 +294,7 @@ TEST_F(Cli, RestartFromAnEarlierStep) {
   ASSERT_EQ(lines.size(), straight.size());
   for (size_t i = 0; i < lines.size(); ++i) {
     const nlohmann::json resumed = nlohmann::json::parse(lines[i]);
-    EXPECT_EQ(resumed["step"].get<int64_t>(), static_cast<int64_t>(i));
+    EXPECT_EQ(resumed["step"].get<int64_t>(), static_cast<int64_t>(i + 1));
     EXPECT_EQ(resumed["loss"], nlohmann::json::parse(straight[i])["loss"]) << "step " << i;
   }
 }

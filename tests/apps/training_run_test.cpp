@@ -43,7 +43,7 @@ TEST(TrainingRun, MetricsFileHasOneJsonObjectPerStep) {
     for (const char* key : {"step", "loss", "step_time_s", "tokens_per_s", "peak_mem_bytes",
                             "comm_bytes", "lr", "grad_norm", "peak_mem_bytes_per_rank"})
       EXPECT_TRUE(j.contains(key)) << key;
-    EXPECT_EQ(j["step"].get<int64_t>(), static_cast<int64_t>(i));
+    EXPECT_EQ(j["step"].get<int64_t>(), static_cast<int64_t>(i + 1));
     const StepMetrics& m = steps[i];
     EXPECT_EQ(m.step, static_cast<int64_t>(i));
     EXPECT_DOUBLE_EQ(j["loss"].get<double>(), m.loss);
