@@ -28,6 +28,8 @@ enum class GradSync {
 GradSync parse_grad_sync(std::string_view text);
 
 struct FsdpOptions {
+  // Every member has an initializer, so that designated initializers ({.mode = ...}) that
+  // leave some out compile without -Wmissing-field-initializers warnings in users' builds.
   FsdpMode mode = FsdpMode::full;
   // At most this many all-gathers in flight (the rate limiter); 0 turns prefetching off.
   int prefetch = 2;
@@ -35,11 +37,11 @@ struct FsdpOptions {
   DType reduce_dtype = DType::f32;  // dtype of gradient reduction
   // Unset: every micro-batch; under pipeline parallelism always the last (a schedule interleaves
   // micro-batches), where asking for every one is an error rather than silently ignored.
-  std::optional<GradSync> grad_sync;
+  std::optional<GradSync> grad_sync{};
   // Whether blocks free their full parameters after forward (and gather them again for backward).
   // Unset: yes for full and hybrid, except under pipeline parallelism, where several micro-batches
   // are in flight between a unit's forward and backward (as torchtitan does).
-  std::optional<bool> reshard_after_forward;
+  std::optional<bool> reshard_after_forward{};
   // CPU offload, as FSDP2's CPUOffloadPolicy: the fp32 master shards, gradient shards and AdamW
   // state live in host memory and the optimizer steps there; each all-gather copies its shard to
   // the compute device first, each reduced gradient shard comes back to the host.
@@ -47,7 +49,7 @@ struct FsdpOptions {
   // The root unit (embeddings and tied head) stays unsharded from forward to backward, as in FSDP2.
   bool reshard_root_after_forward = false;
   // Which layers form one unit; empty: the model's default (GPT-2: the root, then one per block).
-  std::function<std::vector<UnitSpec>(Model&)> unit_policy;
+  std::function<std::vector<UnitSpec>(Model&)> unit_policy{};
 };
 
 // A unit policy that puts `blocks` consecutive units into one; the root stays a unit of its own.

@@ -19,9 +19,11 @@
 namespace meshtrain {
 
 struct PpOptions {
+  // Every member has an initializer, so that designated initializers ({.mode = ...}) that
+  // leave some out compile without -Wmissing-field-initializers warnings in users' builds.
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
   int virtual_stages = 1;             // stages per rank (interleaved schedules)
-  std::vector<int> layers_per_stage;  // empty: balanced by layer count
+  std::vector<int> layers_per_stage{};  // empty: balanced by layer count
 };
 
 class PpStrategy : public Strategy {
