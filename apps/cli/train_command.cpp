@@ -11,6 +11,7 @@
 #include "meshtrain/train/training_checkpoint.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/parse_integer.h"
+#include "meshtrain/plugins/builtin_strategies.h"
 
 namespace meshtrain {
 
@@ -25,30 +26,29 @@ struct TrainFlags {
   std::string mesh;
 };
 
-// Flags that are plugin options: they pass through as text into TrainConfig::strategies, parsed
-// once, by their plugin.
-struct PluginFlag {
-  const char* flag;
-  const char* plugin;
-  const char* option;
-  const char* help;
-};
-constexpr PluginFlag kPluginFlags[] = {
-    {"--fsdp", "fsdp", "mode", "FSDP mode: full (default), grad_op, none or hybrid"},
-    {"--prefetch", "fsdp", "prefetch", "FSDP all-gathers in flight (default 2)"},
-    {"--param-dtype", "fsdp", "param_dtype", "FSDP all-gather dtype: f32 (default) or bf16"},
-    {"--reduce-dtype", "fsdp", "reduce_dtype", "FSDP reduction dtype: f32 (default) or bf16"},
-    {"--grad-sync", "fsdp", "grad_sync",
-     "reduce gradients every micro-batch (every, default) or on the last one (last)"},
-    {"--reshard-after-forward", "fsdp", "reshard_after_forward",
-     "FSDP frees blocks' parameters after forward: true or false (default: true for full and "
-     "hybrid, false under pipeline parallelism)"},
-    {"--pp-schedule", "pp", "schedule", "pipeline schedule: gpipe, 1f1b (default), interleaved, zb-h1"},
-    {"--virtual", "pp", "virtual",
-     "pipeline stages per pp rank (interleaved schedules; default 2 for interleaved, else 1)"},
-    {"--pp-layers", "pp", "layers",
-     "layers per pipeline stage, e.g. 3,2,2,3 (embedding and head count; default: balanced)"},
-};
+// A plugin option's flag, from the plugin's declaration: its value passes through as text into
+// TrainConfig::strategies, to be checked and typed by the registry.
+void add_plugin_flag(CLI::App* cmd, const std::shared_ptr<TrainFlags>& f, const std::string& plugin,
+                     const OptionSpec& option) {
+  std::string help = option.help;
+  if (option.type == OptionSpec::Type::choice) {
+    help += ":";
+    for (const std::string& choice : option.choices) help += " " + choice;
+  } else if (option.type == OptionSpec::Type::boolean && !option.switch_flag) {
+    help += ": true or false";
+  }
+  if (!option.default_value.empty() && !option.switch_flag)
+    help += " (default " + option.default_value + ")";
+  const std::string name = option.name;
+  if (option.switch_flag)
+    cmd->add_flag_function(
+        option_flag(plugin, option), [f, plugin, name](int64_t) { f->config.set(plugin, name, "true"); },
+        help);
+  else
+    cmd->add_option_function<std::string>(
+        option_flag(plugin, option),
+        [f, plugin, name](const std::string& v) { f->config.set(plugin, name, v); }, help);
+}
 
 // Under mpirun every process runs this command: on the local backend each would train its own
 // job, print its own output and write the same files. Refuse that.
@@ -192,18 +192,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--mesh", f->mesh,
                   "mesh axes in the order pp, dp_replicate, dp_shard, tp, e.g. "
                   "dp_replicate=2,dp_shard=2,tp=2 (default: dp_shard=world)");
-  for (const PluginFlag& flag : kPluginFlags)
-    cmd->add_option_function<std::string>(
-        flag.flag, [f, flag](const std::string& v) { f->config.set(flag.plugin, flag.option, v); },
-        flag.help);
-  cmd->add_flag_function(
-      "--sequence-parallel",
-      [f](int64_t) { f->config.set("tp", "sequence_parallel", "true"); },
-      "tensor parallelism with sequence parallelism (Korthikanti et al. 2022)");
-  cmd->add_flag_function(
-      "--offload", [f](int64_t) { f->config.set("fsdp", "offload", "true"); },
-      "FSDP CPU offload: master shards, gradient shards and AdamW state in host memory, the "
-      "optimizer step on the CPU (FSDP2's CPUOffloadPolicy)");
+  const StrategyRegistry registry = builtin_strategies();
+  for (const std::string& plugin : registry.names())
+    for (const OptionSpec& option : registry.plugin(plugin).options)
+      add_plugin_flag(cmd, f, plugin, option);
   cmd->add_option("--sample", c.sample_bytes, "bytes of text to sample at the end (0: none)")
       ->capture_default_str()
       ->check(non_negative);

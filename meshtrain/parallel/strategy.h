@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "meshtrain/mesh/mesh_layout.h"
 #include "meshtrain/parallel/hooks.h"
 #include "meshtrain/parallel/model.h"
 #include "meshtrain/parallel/parameter_source.h"
@@ -45,6 +46,20 @@ struct ParallelContext {
   DType compute_dtype = DType::f32;
 };
 
+// A run as planned, before any rank is built: what a strategy checks its layout against.
+struct PlannedRun {
+  const MeshLayout& mesh;
+  std::vector<std::string> axes;  // the axes the strategy is bound to
+  int64_t micro_batch_tokens = 0;  // token rows of one micro-batch on one data rank
+  std::string micro_batch_tokens_origin;  // how the run arrives at them, for messages
+};
+
+// What a strategy leaves each rank of the model state (parameters, gradients, optimizer state).
+struct ModelStateShare {
+  double fraction = 1.0;  // of the whole model's
+  bool on_host = false;   // kept in host memory, whatever the device (CPU offload)
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -53,6 +68,15 @@ class Strategy {
   // Called once per plan with the axes the strategy is bound to (all present in ctx.mesh).
   // The strategy must outlive the training it configures (the plan owns it).
   virtual void apply(ParallelContext& ctx, const std::vector<std::string>& axes) = 0;
+  // Before any rank is built: InvalidArgument when the strategy cannot run the planned layout,
+  // naming its flag and the numbers involved. Each of its rules is checked here, once.
+  virtual void check_plan(const PlannedRun& /*run*/) const {}
+  // Its share of the model state per rank when bound to `axes` of `mesh`: memory estimates
+  // multiply the shares of a plan's strategies.
+  virtual ModelStateShare model_state_share(const MeshLayout& /*mesh*/,
+                                            const std::vector<std::string>& /*axes*/) const {
+    return {};
+  }
 };
 
 }  // namespace meshtrain

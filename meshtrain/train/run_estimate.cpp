@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "meshtrain/mesh/axis_names.h"
+#include "meshtrain/train/bound_strategies.h"
 
 namespace meshtrain {
 
@@ -19,19 +20,13 @@ HostBytes estimate_rank_host_bytes(const TrainConfig& config) {
   const auto size = [&](std::string_view axis) {
     return mesh.has_axis(axis) ? static_cast<double>(mesh.axis_size(axis)) : 1.0;
   };
-  const double tp = size(mesh_axis::tp), pp = size(mesh_axis::pp);
+  const double tp = size(mesh_axis::tp);
   const double dp = static_cast<double>(mesh.span_size(mesh_axis::dp));
-  // FSDP shards over the data axes unless told not to; hybrid shards within dp_shard only.
-  double shard = dp;
-  bool offload = false;
-  if (const auto fsdp = config.strategies.find("fsdp"); fsdp != config.strategies.end()) {
-    if (const auto mode = fsdp->second.find("mode"); mode != fsdp->second.end())
-      shard = mode->second == "none" ? 1.0 : mode->second == "hybrid" ? size(mesh_axis::dp_shard) : dp;
-    const auto flag = fsdp->second.find("offload");
-    offload = flag != fsdp->second.end() && flag->second == "true";
-  }
+  // Each strategy says what share of the model state it leaves a rank (FSDP's shard, TP's and
+  // PP's pieces) and whether it keeps it on the host (offload).
+  const ModelStateShare share = model_state_share(bind_strategies(config), mesh);
   const double params = static_cast<double>(config.model.num_parameters());
-  const double model_state = 16.0 * params / (tp * pp * shard);  // fp32 master, grad, 2 moments
+  const double model_state = 16.0 * params * share.fraction;  // fp32 master, grad, 2 moments
   const double tokens = static_cast<double>(config.batch) / dp * static_cast<double>(config.seq) /
                         static_cast<double>(config.grad_accum);
   const double logits = 4.0 * tokens * static_cast<double>(config.model.vocab) / tp;
@@ -43,7 +38,7 @@ HostBytes estimate_rank_host_bytes(const TrainConfig& config) {
   if (config.device == DeviceKind::cpu) {
     count(model_state, "model state");
     count(logits, "logits");
-  } else if (offload) {
+  } else if (share.on_host) {
     count(model_state, "offloaded model state");
   }
   if (config.backend == BackendKind::local)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "meshtrain/train/bound_strategies.h"
 #include "meshtrain/train/launcher.h"
 #include "meshtrain/train/reporter.h"
 #include "meshtrain/train/run_estimate.h"
@@ -14,8 +15,6 @@
 #include "meshtrain/core/ops/cpu/cpu_threads.h"
 #include "meshtrain/mesh/axis_names.h"
 #include "meshtrain/config.h"
-#include "meshtrain/plugins/builtin_strategies.h"
-#include "meshtrain/plugins/tp/tp_strategy.h"
 
 namespace meshtrain {
 
@@ -162,6 +161,9 @@ void TrainConfig::validate() const {
   MT_CHECK(backend != BackendKind::nccl || device == DeviceKind::cuda,
            "--backend nccl moves GPU buffers: add --device cuda");
   if (device == DeviceKind::cuda) rank_device(0);  // a GPU is there
+  // Every plugin option is checked against its plugin's declarations, and every strategy checks
+  // the planned layout: a bad one fails here, before any rank is built.
+  check_planned_run(bind_strategies(*this), *this);
   // Host memory bounds a host run, and a GPU run's offloaded state.
   const HostBytes per_rank = estimate_rank_host_bytes(*this);
   const double machine = machine_memory_bytes();
@@ -173,18 +175,6 @@ void TrainConfig::validate() const {
            " on this machine: ", per_rank.parts, "), the machine has ", mib(machine),
            " MiB; lower --world, --batch or --seq, shard more",
            device == DeviceKind::cpu ? "" : ", or drop --offload");
-  // Every plugin option is parsed once, by its plugin: build them now so a bad one fails here.
-  const StrategyRegistry registry = builtin_strategies();
-  bool sequence_parallel = false;
-  for (const auto& [plugin, options] : strategies) {
-    const std::unique_ptr<Strategy> strategy = registry.create(plugin, options);
-    if (plugin == "tp")
-      sequence_parallel = dynamic_cast<const TpStrategy&>(*strategy).options().sequence_parallel;
-  }
-  const int64_t rows = batch / dp / grad_accum * seq;
-  MT_CHECK(!sequence_parallel || rows % tp == 0, "sequence parallelism splits each micro-batch's ",
-           rows, " token rows (--batch / data-parallel degree / --grad-accum x --seq) over tp=", tp,
-           "; choose sizes whose token rows divide by tp");
 }
 
 }  // namespace meshtrain

@@ -19,7 +19,7 @@
 #include "meshtrain/models/sampling.h"
 #include "meshtrain/models/token_file.h"
 #include "meshtrain/parallel/grad_norm.h"
-#include "meshtrain/plugins/builtin_strategies.h"
+#include "meshtrain/train/bound_strategies.h"
 
 namespace meshtrain {
 
@@ -30,28 +30,6 @@ AdamWConfig adamw_config(const TrainConfig& config) {
   AdamWConfig c;
   c.weight_decay = config.weight_decay;
   return c;
-}
-
-// The plan for the mesh: each mesh axis goes to the plugin that serves it, the data axes together.
-void build_plan(ParallelPlan& plan, const MeshLayout& layout, const TrainConfig& config) {
-  const StrategyRegistry registry = builtin_strategies();
-  std::vector<std::pair<std::string, std::vector<std::string>>> bindings;  // in mesh order
-  for (const MeshAxis& axis : layout.axes()) {
-    const std::string plugin = plugin_for_axis(axis.name);
-    if (bindings.empty() || bindings.back().first != plugin) bindings.push_back({plugin, {}});
-    bindings.back().second.push_back(axis.name);
-  }
-  for (const auto& [plugin, options] : config.strategies)
-    MT_CHECK(std::any_of(bindings.begin(), bindings.end(),
-                         [&](const auto& b) { return b.first == plugin; }),
-             "options are given for the '", plugin, "' plugin, but the mesh ", layout.to_string(),
-             " has no axis it serves");
-  for (const auto& [plugin, axes] : bindings) {
-    const auto options = config.strategies.find(plugin);
-    plan.add(registry.create(plugin, options == config.strategies.end() ? StrategyOptions{}
-                                                                        : options->second),
-             axes);
-  }
 }
 
 // A GPU backend's world is bound to its rank's GPU; local ranks share the GPUs round robin.
@@ -105,7 +83,8 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
   else
     values = std::make_unique<Gpt2InitValues>(config_.model, config_.seed);
 
-  build_plan(plan_, mesh_->layout(), config_);
+  for (BoundStrategy& bound : bind_strategies(config_))
+    plan_.add(std::move(bound.strategy), bound.axes);
   parallel_ = plan_.apply(*mesh_, *model_, values.get());
 
   if (!config_.resume_dir.empty()) {
@@ -120,8 +99,6 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
       std::move(tokens), config_.model.vocab, config_.batch, config_.seq,
       mesh_->axis_size(mesh_axis::dp), mesh_->axis_rank(mesh_axis::dp));
 }
-
-FsdpStrategy* Trainer::fsdp() const { return dynamic_cast<FsdpStrategy*>(plan_.find("fsdp")); }
 
 uint64_t Trainer::strategy_bytes_sent() const {
   // Every axis's group and the flattened "dp" (FSDP bound to both data axes runs on it).

@@ -19,7 +19,6 @@
 #include "meshtrain/models/token_batches.h"
 #include "meshtrain/parallel/global_parameters.h"
 #include "meshtrain/parallel/parallel_plan.h"
-#include "meshtrain/plugins/fsdp/fsdp_strategy.h"
 
 namespace meshtrain {
 
@@ -38,8 +37,6 @@ class Trainer {
   StepRunner& runner() { return *parallel_.runner; }
   // What this rank holds and the optimizer steps (FSDP: its shards).
   TrainableState& state() { return *parallel_.state; }
-  // The FSDP strategy of the plan (null without data axes).
-  FsdpStrategy* fsdp() const;
   int rank() const { return world_.rank(); }
 
   // Collective: world rank 0 calls fn on every parameter's global fp32 value (Hugging Face shape),

@@ -63,6 +63,21 @@ TEST_F(Cli, UnknownFsdpMode) {
   EXPECT_EQ(r.out, "");
 }
 
+// The plugin flags come from the plugins' declarations: named there (--fsdp) or after the plugin
+// and option (--fsdp-blocks-per-unit), with their choices and defaults, each reaching its plugin.
+TEST_F(Cli, PluginFlagsComeFromThePluginsDeclarations) {
+  const CliResult help = run_cli(dir_, "train --help");
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_THAT(help.out, HasSubstr("FSDP mode: full grad_op none hybrid (default full)"));
+  EXPECT_THAT(help.out, HasSubstr("--fsdp-blocks-per-unit"));
+  EXPECT_THAT(help.out, HasSubstr("--pp-schedule"));
+  EXPECT_THAT(help.out, HasSubstr("--sequence-parallel"));
+  const CliResult r = run_cli(dir_, "train --data '" + tokens_ + "' --fsdp-blocks-per-unit 0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("fsdp option blocks_per_unit (--fsdp-blocks-per-unit) expects an "
+                               "integer of at least 1, got '0'"));
+}
+
 TEST_F(Cli, UnknownPreset) {
   const CliResult r = run_cli(dir_, "train --data '" + tokens_ + "' --model gpt5");
   EXPECT_NE(r.exit_code, 0);

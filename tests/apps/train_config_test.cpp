@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "meshtrain/train/bound_strategies.h"
 #include "meshtrain/train/run_estimate.h"
 #include "meshtrain/core/device_memory.h"
 #include "meshtrain/core/error.h"
@@ -132,16 +133,19 @@ TEST(TrainConfig, HeadsMustDivideByTp) {
 TEST(TrainConfig, PluginOptionsAreParsedByTheirPlugin) {
   TrainConfig c = valid_config();
   c.set("fsdp", "mode", "sharded");
-  EXPECT_THAT(validate_message(c), HasSubstr("unknown FSDP mode 'sharded'"));
+  EXPECT_THAT(validate_message(c), HasSubstr("fsdp option mode (--fsdp) expects one of full, "
+                                             "grad_op, none or hybrid, got 'sharded'"));
   c = valid_config();
   c.set("tp", "sequence_parallel", "yes");
-  EXPECT_THAT(validate_message(c), HasSubstr("sequence_parallel expects true or false, got 'yes'"));
+  EXPECT_THAT(validate_message(c), HasSubstr("tp option sequence_parallel (--sequence-parallel) "
+                                             "expects true or false, got 'yes'"));
   c = valid_config();
   c.set("tp", "sequence", "true");
   EXPECT_THAT(validate_message(c), HasSubstr("unknown tp option 'sequence'"));
   c = valid_config();
   c.set("pp", "virtual", "0");
-  EXPECT_THAT(validate_message(c), HasSubstr("pp option virtual expects an integer of at least 1, got '0'"));
+  EXPECT_THAT(validate_message(c), HasSubstr("pp option virtual (--virtual) expects an integer of "
+                                             "at least 1, got '0'"));
   c = valid_config();
   c.set("ep", "experts", "8");
   EXPECT_THAT(validate_message(c), HasSubstr("unknown strategy 'ep'; known strategies: fsdp, pp, tp"));
@@ -219,6 +223,24 @@ TEST(TrainConfig, CudaDeviceNeedsAGpu) {
   TrainConfig c = valid_config();
   c.device = DeviceKind::cuda;
   EXPECT_THAT(validate_message(c), HasSubstr("--device cuda: no CUDA device is visible"));
+}
+
+// Each strategy states its share of the model state: PP's stage, TP's piece, FSDP's shard (over
+// both data axes in full mode, dp_shard only in hybrid, none unsharded); the run's is the product.
+TEST(TrainConfig, ModelStateShareIsTheProductOfTheStrategiesShares) {
+  TrainConfig c = valid_config();
+  c.world = 16;
+  c.batch = 16;
+  c.mesh = parse_mesh_spec("pp=2,dp_replicate=2,dp_shard=2,tp=2");
+  const auto share = [&] { return model_state_share(bind_strategies(c), c.mesh); };
+  EXPECT_DOUBLE_EQ(share().fraction, 1.0 / 16);
+  EXPECT_FALSE(share().on_host);
+  c.set("fsdp", "mode", "hybrid");
+  EXPECT_DOUBLE_EQ(share().fraction, 1.0 / 8);
+  c.set("fsdp", "mode", "none");
+  c.set("fsdp", "offload", "true");
+  EXPECT_DOUBLE_EQ(share().fraction, 1.0 / 4);
+  EXPECT_TRUE(share().on_host);
 }
 
 // The host memory a rank needs at least: the ZeRO model state of its shard (16 bytes a parameter:

@@ -11,6 +11,7 @@
 
 #include "meshtrain/train/trainer.h"
 #include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/plugins/fsdp/fsdp_strategy.h"
 #include "tests/apps/apps_test_support.h"
 #include "tests/support/error_message.h"
 
@@ -98,7 +99,7 @@ TEST(TrainingRun, TrainerStepsDirectly) {
     Trainer trainer(c, ctx.world, ctx.memory);
     EXPECT_EQ(trainer.rank(), ctx.rank);
     EXPECT_EQ(trainer.mesh().layout().to_string(), "dp_shard=2");
-    ASSERT_NE(trainer.fsdp(), nullptr);
+    ASSERT_NE(dynamic_cast<const FsdpStrategy*>(trainer.plan().find("fsdp")), nullptr);
     trainer.step();
     seen[ctx.rank] = trainer.step();
     EXPECT_EQ(trainer.steps_done(), 2);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "meshtrain/plugins/fsdp/fsdp_strategy.h"
 #include "tests/support/training_runs.h"
 
 namespace meshtrain::testing {
@@ -76,7 +77,8 @@ TEST_P(FsdpUnshardedPeak, StaysWithinTheRootAndOneBlock) {
   c.set("fsdp", "prefetch", std::to_string(prefetch));
   int in_flight = -1;
   const MemoryStats s = stats_after_steps(c, 2, 0, [&](Trainer& t) {
-    in_flight = t.fsdp()->runtime().max_in_flight_seen();
+    const auto* fsdp = dynamic_cast<const FsdpStrategy*>(t.plan().find("fsdp"));
+    in_flight = fsdp->runtime().max_in_flight_seen();
   });
   const uint64_t unit_bytes = 4 * (root_numel(model) + block_numel(model));
   EXPECT_LE(s[MemoryCategory::unsharded_param].peak, unit_bytes);

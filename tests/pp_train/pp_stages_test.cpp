@@ -55,7 +55,8 @@ TEST(PpStages, ClearErrors) {
               HasSubstr("--pp-layers expects comma-separated layer counts such as 3,2,2,3, got 'x'"));
   const StrategyRegistry registry = builtin_strategies();
   EXPECT_THAT(error_message<InvalidArgument>([&] { registry.create("pp", {{"schedule", "2f2b"}}); }),
-              HasSubstr("unknown pipeline schedule '2f2b'"));
+              HasSubstr("pp option schedule (--pp-schedule) expects one of gpipe, 1f1b, "
+                        "interleaved or zb-h1, got '2f2b'"));
   EXPECT_THAT(error_message<InvalidArgument>([&] { registry.create("pp", {{"chunks", "2"}}); }),
               HasSubstr("unknown pp option 'chunks'; known: schedule, virtual, layers"));
 }
@@ -146,7 +147,8 @@ TEST(PpStages, ReshardAfterForwardSparesOnlyTheRoot) {
   std::mutex mutex;
   with_trainers(c, [&](Trainer& trainer, MemoryTracker&) {
     std::map<std::string, bool> reshards;
-    for (const auto& unit : trainer.fsdp()->runtime().units())
+    const auto* fsdp = dynamic_cast<const FsdpStrategy*>(trainer.plan().find("fsdp"));
+    for (const auto& unit : fsdp->runtime().units())
       reshards[unit->name()] = unit->reshard_after_forward();
     std::lock_guard lock(mutex);
     reshards_by_stage[trainer.mesh().axis_rank("pp")] = reshards;

@@ -9,6 +9,7 @@
 
 #include "meshtrain/mesh/axis_names.h"
 #include "meshtrain/mesh/shard_math.h"
+#include "meshtrain/plugins/fsdp/fsdp_strategy.h"
 #include "tests/support/training_runs.h"
 
 namespace meshtrain::testing {
@@ -84,7 +85,8 @@ TEST(TpCommVolume, FsdpShardsTheTpLocalPieces) {
     // Forward gathers every unit, backward gathers the blocks again (the root stays unsharded),
     // and every unit's gradients are reduce-scattered once: (w - 1) padded shards each.
     const uint64_t expected = 4 * (w - 1) * (2 * root + 3 * m.layers * block);
-    EXPECT_EQ(trainer.fsdp()->counters().total_sent(), expected) << "tp rank " << tp_rank;
+    const auto* fsdp = dynamic_cast<const FsdpStrategy*>(trainer.plan().find("fsdp"));
+    EXPECT_EQ(fsdp->counters().total_sent(), expected) << "tp rank " << tp_rank;
   });
 }
 

@@ -157,7 +157,7 @@ TEST(TpPlan, SequenceParallelNeedsRowsThatDivideByTp) {
   c.seq = 11;  // 3 x 11 = 33 token rows over tp=2
   // Refused when the config is checked, before a rank is built.
   EXPECT_THAT(error_message<InvalidArgument>([&] { c.validate(); }),
-              HasSubstr("sequence parallelism splits each micro-batch's 33 token rows (--batch / "
+              HasSubstr("sequence parallelism (--sequence-parallel) splits each micro-batch's 33 token rows (--batch / "
                         "data-parallel degree / --grad-accum x --seq) over tp=2"));
 }
 

@@ -43,12 +43,6 @@ FsdpGroups resolve_groups(DeviceMesh& mesh, const std::vector<std::string>& axes
   throw InvalidArgument("unknown FSDP mode");
 }
 
-DType parse_float_dtype(const std::string& key, const std::string& value) {
-  MT_CHECK(value == "f32" || value == "bf16", "fsdp ", key, ": expected f32 or bf16, got '", value,
-           "'");
-  return parse_dtype(value);
-}
-
 }  // namespace
 
 FsdpStrategy::FsdpStrategy(FsdpOptions options) : options_(options) {
@@ -115,37 +109,65 @@ CommCounters FsdpStrategy::counters() const {
   return total;
 }
 
+ModelStateShare FsdpStrategy::model_state_share(const MeshLayout& mesh,
+                                                const std::vector<std::string>& axes) const {
+  int sharded_over = 1;  // full and grad_op shard over every bound axis, hybrid over dp_shard
+  for (const std::string& axis : axes)
+    for (const std::string& spanned : mesh.span(axis))
+      if (options_.mode != FsdpMode::none &&
+          (options_.mode != FsdpMode::hybrid || spanned == mesh_axis::dp_shard))
+        sharded_over *= mesh.axis_size(spanned);
+  return {1.0 / sharded_over, options_.offload};
+}
+
 void register_fsdp(StrategyRegistry& registry) {
-  registry.add("fsdp", [](const StrategyOptions& given) {
-    FsdpOptions options;
-    for (const auto& [key, value] : given) {
-      if (key == "mode") {
-        options.mode = parse_fsdp_mode(value);
-      } else if (key == "prefetch") {
-        options.prefetch = parse_int_option("fsdp", key, value, 0);
-      } else if (key == "param_dtype") {
-        options.param_dtype = parse_float_dtype(key, value);
-      } else if (key == "reduce_dtype") {
-        options.reduce_dtype = parse_float_dtype(key, value);
-      } else if (key == "grad_sync") {
-        options.grad_sync = parse_grad_sync(value);
-      } else if (key == "blocks_per_unit") {
-        options.unit_policy = group_units_policy(parse_int_option("fsdp", key, value, 1));
-      } else if (key == "reshard_after_forward") {
-        options.reshard_after_forward = parse_bool_option("fsdp", key, value);
-      } else if (key == "offload") {
-        options.offload = parse_bool_option("fsdp", key, value);
-      } else if (key == "reshard_root") {
-        options.reshard_root_after_forward = parse_bool_option("fsdp", key, value);
-      } else {
-        throw InvalidArgument(detail::concat(
-            "unknown fsdp option '", key,
-            "'; known: mode, prefetch, param_dtype, reduce_dtype, grad_sync, blocks_per_unit, "
-            "reshard_after_forward, reshard_root, offload"));
-      }
-    }
-    return std::make_unique<FsdpStrategy>(options);
-  });
+  using Type = OptionSpec::Type;
+  registry.add(PluginInfo{
+      .name = "fsdp",
+      .help = "fully sharded data parallelism (ZeRO-3, FSDP2 semantics) on the data axes",
+      .options =
+          {{.name = "mode", .type = Type::choice, .help = "FSDP mode",
+            .default_value = "full", .choices = {"full", "grad_op", "none", "hybrid"},
+            .flag = "--fsdp"},
+           {.name = "prefetch", .type = Type::integer, .help = "all-gathers in flight",
+            .default_value = "2", .minimum = 0, .flag = "--prefetch"},
+           {.name = "param_dtype", .type = Type::choice, .help = "all-gather (compute) dtype",
+            .default_value = "f32", .choices = {"f32", "bf16"}, .flag = "--param-dtype"},
+           {.name = "reduce_dtype", .type = Type::choice, .help = "gradient reduction dtype",
+            .default_value = "f32", .choices = {"f32", "bf16"}, .flag = "--reduce-dtype"},
+           {.name = "grad_sync", .type = Type::choice,
+            .help = "reduce gradients every micro-batch or on the last one (default: every; "
+                    "under pipeline parallelism always the last)",
+            .choices = {"every", "last"}, .flag = "--grad-sync"},
+           {.name = "reshard_after_forward", .type = Type::boolean,
+            .help = "free blocks' parameters after forward (default: true for full and hybrid, "
+                    "false under pipeline parallelism)",
+            .flag = "--reshard-after-forward"},
+           {.name = "reshard_root", .type = Type::boolean,
+            .help = "free the root unit's parameters after forward too",
+            .default_value = "false"},
+           {.name = "blocks_per_unit", .type = Type::integer,
+            .help = "consecutive blocks gathered as one unit", .default_value = "1",
+            .minimum = 1},
+           {.name = "offload", .type = Type::boolean,
+            .help = "CPU offload: master shards, gradient shards and AdamW state in host memory, "
+                    "the optimizer step on the CPU (FSDP2's CPUOffloadPolicy)",
+            .default_value = "false", .flag = "--offload", .switch_flag = true}},
+      .factory = [](const OptionValues& given) -> std::unique_ptr<Strategy> {
+        FsdpOptions options;
+        options.mode = parse_fsdp_mode(given.text("mode"));
+        options.prefetch = given.integer("prefetch");
+        options.param_dtype = parse_dtype(given.text("param_dtype"));
+        options.reduce_dtype = parse_dtype(given.text("reduce_dtype"));
+        if (given.given("grad_sync")) options.grad_sync = parse_grad_sync(given.text("grad_sync"));
+        if (given.given("reshard_after_forward"))
+          options.reshard_after_forward = given.boolean("reshard_after_forward");
+        options.reshard_root_after_forward = given.boolean("reshard_root");
+        if (given.integer("blocks_per_unit") > 1)
+          options.unit_policy = group_units_policy(given.integer("blocks_per_unit"));
+        options.offload = given.boolean("offload");
+        return std::make_unique<FsdpStrategy>(options);
+      }});
 }
 
 }  // namespace meshtrain

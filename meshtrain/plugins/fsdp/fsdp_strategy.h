@@ -29,6 +29,9 @@ class FsdpStrategy : public Strategy {
   // replicates over them, hybrid shards over dp_shard and replicates over dp_replicate. Every
   // data axis of size > 1 must be bound.
   void apply(ParallelContext& ctx, const std::vector<std::string>& axes) override;
+  // 1 / the ranks it shards over (none: 1), on the host under offload.
+  ModelStateShare model_state_share(const MeshLayout& mesh,
+                                    const std::vector<std::string>& axes) const override;
 
   const FsdpOptions& options() const { return options_; }
   const FsdpRuntime& runtime() const;
@@ -40,8 +43,8 @@ class FsdpStrategy : public Strategy {
   std::unique_ptr<FsdpRuntime> runtime_;
 };
 
-// "fsdp" with options mode, prefetch, param_dtype, reduce_dtype, grad_sync, blocks_per_unit,
-// reshard_after_forward, reshard_root.
+// "fsdp", its options declared (mode, prefetch, param_dtype, reduce_dtype, grad_sync,
+// reshard_after_forward, reshard_root, blocks_per_unit, offload) with their flags.
 void register_fsdp(StrategyRegistry& registry);
 
 }  // namespace meshtrain

@@ -68,26 +68,38 @@ void PpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& axe
   };
 }
 
+ModelStateShare PpStrategy::model_state_share(const MeshLayout& mesh,
+                                              const std::vector<std::string>& /*axes*/) const {
+  return {1.0 / mesh.axis_size(mesh_axis::pp)};  // stages balanced by layer count
+}
+
 void register_pp(StrategyRegistry& registry) {
-  registry.add("pp", [](const StrategyOptions& given) {
-    PpOptions options;
-    for (const auto& [key, value] : given) {
-      if (key == "schedule") {
-        options.schedule = parse_schedule_kind(value);
-      } else if (key == "virtual") {
-        options.virtual_stages = parse_int_option("pp", key, value, 1);
-      } else if (key == "layers") {
-        options.layers_per_stage = parse_layer_counts(value);
-      } else {
-        throw InvalidArgument(detail::concat("unknown pp option '", key,
-                                             "'; known: schedule, virtual, layers"));
-      }
-    }
-    // As `meshtrain schedule` does: interleaving needs at least two stages per rank.
-    if (options.schedule == ScheduleKind::interleaved && !given.count("virtual"))
-      options.virtual_stages = 2;
-    return std::make_unique<PpStrategy>(options);
-  });
+  using Type = OptionSpec::Type;
+  registry.add(PluginInfo{
+      .name = "pp",
+      .help = "pipeline parallelism on the pp axis, any schedule",
+      .options = {{.name = "schedule", .type = Type::choice, .help = "pipeline schedule",
+                   .default_value = "1f1b", .choices = {"gpipe", "1f1b", "interleaved", "zb-h1"},
+                   .flag = "--pp-schedule"},
+                  {.name = "virtual", .type = Type::integer,
+                   .help = "pipeline stages per pp rank (default: 2 for interleaved, else 1)",
+                   .minimum = 1, .flag = "--virtual"},
+                  {.name = "layers", .type = Type::text,
+                   .help = "layers per pipeline stage, e.g. 3,2,2,3 (embedding and head count; "
+                           "default: balanced)",
+                   .flag = "--pp-layers"}},
+      .factory = [](const OptionValues& given) -> std::unique_ptr<Strategy> {
+        PpOptions options;
+        options.schedule = parse_schedule_kind(given.text("schedule"));
+        // As `meshtrain schedule` does: interleaving needs at least two stages per rank.
+        if (given.given("virtual"))
+          options.virtual_stages = given.integer("virtual");
+        else if (options.schedule == ScheduleKind::interleaved)
+          options.virtual_stages = 2;
+        if (given.given("layers"))
+          options.layers_per_stage = parse_layer_counts(given.text("layers"));
+        return std::make_unique<PpStrategy>(options);
+      }});
 }
 
 }  // namespace meshtrain

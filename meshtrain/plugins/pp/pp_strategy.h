@@ -33,6 +33,8 @@ class PpStrategy : public Strategy {
   StrategyKind kind() const override { return StrategyKind::pipeline; }
   // Axes: exactly {"pp"}.
   void apply(ParallelContext& ctx, const std::vector<std::string>& axes) override;
+  ModelStateShare model_state_share(const MeshLayout& mesh,
+                                    const std::vector<std::string>& axes) const override;
   const PpOptions& options() const { return options_; }
 
  private:
@@ -40,8 +42,8 @@ class PpStrategy : public Strategy {
   std::unique_ptr<StageModel> stage_model_;
 };
 
-// "pp" with options schedule (gpipe, 1f1b, interleaved, zb-h1), virtual (stages per rank; 2 by
-// default for interleaved, else 1) and layers (layer counts per stage, "3,2,2,3").
+// "pp", its options declared with their flags: schedule (gpipe, 1f1b, interleaved, zb-h1),
+// virtual (stages per rank; 2 by default for interleaved, else 1) and layers ("3,2,2,3").
 void register_pp(StrategyRegistry& registry);
 
 }  // namespace meshtrain

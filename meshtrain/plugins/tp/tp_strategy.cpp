@@ -63,16 +63,31 @@ void TpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& axe
   require_every_rule_matches(ctx, plan, matches, modules);
 }
 
+void TpStrategy::check_plan(const PlannedRun& run) const {
+  const int64_t tp = run.mesh.axis_size(mesh_axis::tp);
+  MT_CHECK(!options_.sequence_parallel || run.micro_batch_tokens % tp == 0,
+           "sequence parallelism (--sequence-parallel) splits each micro-batch's ",
+           run.micro_batch_tokens, " token rows (", run.micro_batch_tokens_origin, ") over tp=", tp,
+           "; choose sizes whose token rows divide by tp");
+}
+
+ModelStateShare TpStrategy::model_state_share(const MeshLayout& mesh,
+                                              const std::vector<std::string>& /*axes*/) const {
+  return {1.0 / mesh.axis_size(mesh_axis::tp)};  // the replicated norms and biases are small
+}
+
 void register_tp(StrategyRegistry& registry) {
-  registry.add("tp", [](const StrategyOptions& given) {
-    TpOptions options;
-    for (const auto& [key, value] : given) {
-      MT_CHECK(key == "sequence_parallel", "unknown tp option '", key,
-               "'; known: sequence_parallel");
-      options.sequence_parallel = parse_bool_option("tp", key, value);
-    }
-    return std::make_unique<TpStrategy>(options);
-  });
+  registry.add(PluginInfo{
+      .name = "tp",
+      .help = "Megatron-LM tensor parallelism on the tp axis, by the model's tensor-parallel plan",
+      .options = {{.name = "sequence_parallel", .type = OptionSpec::Type::boolean,
+                   .help = "with sequence parallelism (Korthikanti et al. 2022)",
+                   .default_value = "false", .flag = "--sequence-parallel",
+                   .switch_flag = true}},
+      .factory = [](const OptionValues& given) -> std::unique_ptr<Strategy> {
+        return std::make_unique<TpStrategy>(
+            TpOptions{.sequence_parallel = given.boolean("sequence_parallel")});
+      }});
 }
 
 }  // namespace meshtrain

@@ -26,13 +26,17 @@ class TpStrategy : public Strategy {
   StrategyKind kind() const override { return StrategyKind::tensor; }
   // Axes: exactly {"tp"}.
   void apply(ParallelContext& ctx, const std::vector<std::string>& axes) override;
+  // Sequence parallelism needs micro-batches whose token rows divide by tp.
+  void check_plan(const PlannedRun& run) const override;
+  ModelStateShare model_state_share(const MeshLayout& mesh,
+                                    const std::vector<std::string>& axes) const override;
   const TpOptions& options() const { return options_; }
 
  private:
   TpOptions options_;
 };
 
-// "tp" with option sequence_parallel (true or false).
+// "tp", its option sequence_parallel declared with its flag.
 void register_tp(StrategyRegistry& registry);
 
 }  // namespace meshtrain
