@@ -49,6 +49,7 @@ ParallelModel ParallelPlan::apply(DeviceMesh& mesh, Model& model,
     return a->strategy->kind() < b->strategy->kind();
   });
 
+  for (Binding* b : order) b->strategy->check_model(model, mesh.layout(), b->axes);
   std::optional<MaterializedValues> materialized;
   if (!values) values = &materialized.emplace(model);
   ParallelContext ctx{mesh, *values, &model, model.default_units(), {}, nullptr, {}};

@@ -68,6 +68,11 @@ class Strategy {
   // Called once per plan with the axes the strategy is bound to (all present in ctx.mesh).
   // The strategy must outlive the training it configures (the plan owns it).
   virtual void apply(ParallelContext& ctx, const std::vector<std::string>& axes) = 0;
+  // InvalidArgument when the strategy cannot transform `model` (whole, before any strategy ran;
+  // its parameters need no tensors) bound to `axes` of `mesh`. ParallelPlan::apply calls it on
+  // every rank before applying anything; a planner calls it with a model that holds no tensors.
+  virtual void check_model(Model& /*model*/, const MeshLayout& /*mesh*/,
+                           const std::vector<std::string>& /*axes*/) const {}
   // Before any rank is built: InvalidArgument when the strategy cannot run the planned layout,
   // naming its flag and the numbers involved. Each of its rules is checked here, once.
   virtual void check_plan(const PlannedRun& /*run*/) const {}

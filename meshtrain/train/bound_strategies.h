@@ -22,7 +22,8 @@ struct BoundStrategy {
 // by their plugin's declarations.
 std::vector<BoundStrategy> bind_strategies(const TrainConfig& config);
 
-// Every strategy's check of the planned run (Strategy::check_plan).
+// Every strategy's checks of the planned run: of the model (Strategy::check_model, on a model
+// without tensors) and of the run (Strategy::check_plan).
 void check_planned_run(const std::vector<BoundStrategy>& strategies, const TrainConfig& config);
 
 // The share of the whole model's state one rank holds: the product of the strategies' shares,

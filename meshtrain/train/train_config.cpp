@@ -152,9 +152,6 @@ void TrainConfig::validate() const {
   MT_CHECK_EQ(batch % dp, 0, "--batch must divide by the data-parallel degree ", dp);
   MT_CHECK_EQ((batch / dp) % grad_accum, 0, "--batch / data-parallel degree (", batch / dp,
               ") must divide by --grad-accum");
-  const int64_t tp = layout.has_axis(mesh_axis::tp) ? layout.axis_size(mesh_axis::tp) : 1;
-  MT_CHECK_EQ(model.heads % tp, 0, "--heads (", model.heads,
-              ") must divide by tp: tensor parallelism splits attention heads over tp");
   MT_CHECK(device == DeviceKind::cpu || backend != BackendKind::mpi,
            "--device cuda runs on the local backend (ranks as threads sharing the GPUs) or the "
            "nccl backend (a process per GPU); --backend mpi moves host buffers");

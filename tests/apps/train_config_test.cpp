@@ -127,7 +127,8 @@ TEST(TrainConfig, HeadsMustDivideByTp) {
   c.batch = 3;
   c.mesh = parse_mesh_spec("tp=3");
   EXPECT_THAT(validate_message(c),
-              HasSubstr("--heads (4) must divide by tp: tensor parallelism splits attention heads"));
+              HasSubstr("tp: module 'h.0.attn' (style heads): tensor parallelism splits "
+                        "attention heads over tp: 4 heads do not divide by tp=3"));
 }
 
 TEST(TrainConfig, PluginOptionsAreParsedByTheirPlugin) {

@@ -125,10 +125,9 @@ TEST(TpPlan, ARuleThatMatchesNoModuleIsAnError) {
   // A misspelt pattern would otherwise leave the MLPs replicated without a word.
   for (const std::string& error : extra_rule_errors("tp=2", {"h.*.mlp.cfc", nn::TpStyle::colwise}))
     EXPECT_THAT(error, StartsWith("tp: the model's tensor-parallel rule 'h.*.mlp.cfc' (style "
-                                  "colwise) matches no module; this rank's modules are: wte, wpe, "
-                                  "h.0.ln_1"));
-  // Under a pipeline a rank holds some blocks only: a rule matched on any stage counts. wpe
-  // lives on the first stage, ln_f on the last; a rule for both matches on both.
+                                  "colwise) matches no module; the modules are: wte, wpe, h.0.ln_1"));
+  // The plan checks the rules on the whole model, before a pipeline gives each rank its stages:
+  // a rule for a module of the last stage only (ln_f) matches on every rank.
   for (const std::string& error :
        extra_rule_errors("pp=2,tp=2", {"ln_f", nn::TpStyle::sequence}))
     EXPECT_EQ(error, "");

@@ -10,12 +10,16 @@ Attention::Attention(int heads) : heads_(heads), local_heads_(heads) {
   MT_CHECK_GT(heads, 0, "Attention needs at least one head");
 }
 
+void Attention::check_parallel(TpStyle style, int tp) const {
+  if (style != TpStyle::heads) Module::check_parallel(style, tp);
+  if (heads_ % tp != 0)
+    throw InvalidArgument(detail::concat("tensor parallelism splits attention heads over tp: ",
+                                         heads_, " heads do not divide by tp=", tp));
+}
+
 void Attention::parallelize(TpStyle style, const TpSetup& setup) {
-  if (style != TpStyle::heads) Module::parallelize(style, setup);
-  const int tp = setup.tp.size();
-  MT_CHECK(heads_ % tp == 0, "tensor parallelism splits attention heads over tp: ", heads_,
-           " heads do not divide by tp=", tp);
-  local_heads_ = heads_ / tp;
+  check_parallel(style, setup.tp.size());
+  local_heads_ = heads_ / setup.tp.size();
 }
 
 Tensor Attention::forward(const Tensor& qkv, int64_t batch, int64_t seq, Tape& tape) {

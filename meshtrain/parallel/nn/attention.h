@@ -12,6 +12,7 @@ class Attention : public Module {
  public:
   explicit Attention(int heads);
   std::vector<Parameter*> parameters() override { return {}; }
+  void check_parallel(TpStyle style, int tp) const override;  // heads, dividing by tp
   void parallelize(TpStyle style, const TpSetup& setup) override;
   int local_heads() const { return local_heads_; }
 

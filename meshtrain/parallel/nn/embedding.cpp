@@ -6,19 +6,29 @@
 
 namespace meshtrain::nn {
 
-int64_t shard_vocabulary(Parameter& table, const TpSetup& setup) {
+void check_vocabulary_split(const Parameter& table, int tp) {
   const int64_t vocab = table.global_shape()[0];
-  const int tp = setup.tp.size();
-  MT_CHECK(shard_range(vocab, tp, tp - 1).size > 0, "tensor parallelism splits the vocabulary (",
-           vocab, " rows) over tp=", tp, " in slices of ", (vocab + tp - 1) / tp,
-           " rows, which leaves the last tp rank none; pad the vocabulary to a multiple of tp (as "
-           "Megatron-LM's --make-vocab-size-divisible-by does) or use a smaller tp");
+  if (shard_range(vocab, tp, tp - 1).size == 0)
+    throw InvalidArgument(detail::concat(
+        "tensor parallelism splits the vocabulary (", vocab, " rows) over tp=", tp,
+        " in slices of ", (vocab + tp - 1) / tp,
+        " rows, which leaves the last tp rank none; pad the vocabulary to a multiple of tp (as "
+        "Megatron-LM's --make-vocab-size-divisible-by does) or use a smaller tp"));
+}
+
+int64_t shard_vocabulary(Parameter& table, const TpSetup& setup) {
+  check_vocabulary_split(table, setup.tp.size());
   shard_on_tp(table, Shard{0}, setup);
-  return shard_range(vocab, tp, setup.tp.rank()).offset;
+  return shard_range(table.global_shape()[0], setup.tp.size(), setup.tp.rank()).offset;
+}
+
+void Embedding::check_parallel(TpStyle style, int tp) const {
+  if (style != TpStyle::vocab) Module::check_parallel(style, tp);
+  check_vocabulary_split(*table_, tp);
 }
 
 void Embedding::parallelize(TpStyle style, const TpSetup& setup) {
-  if (style != TpStyle::vocab) Module::parallelize(style, setup);
+  check_parallel(style, setup.tp.size());
   vocab_start_ = shard_vocabulary(*table_, setup);
   tp_ = setup.tp;
 }
@@ -41,8 +51,12 @@ void Embedding::backward(const Tensor& d_y, Tape& tape) {
   if (table_->requires_grad()) ops::embedding_backward(table_->grad(), d_all, ids, vocab_start_);
 }
 
+void PositionEmbedding::check_parallel(TpStyle style, int tp) const {
+  if (style != TpStyle::sequence) Module::check_parallel(style, tp);
+}
+
 void PositionEmbedding::parallelize(TpStyle style, const TpSetup& setup) {
-  if (style != TpStyle::sequence) Module::parallelize(style, setup);
+  check_parallel(style, setup.tp.size());
   tp_ = setup.tp;
 }
 

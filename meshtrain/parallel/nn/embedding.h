@@ -16,6 +16,7 @@ class Embedding : public Module {
  public:
   explicit Embedding(Parameter* table) : table_(table) {}
   std::vector<Parameter*> parameters() override { return {table_}; }
+  void check_parallel(TpStyle style, int tp) const override;
   void parallelize(TpStyle style, const TpSetup& setup) override;
 
   // ids i32 [rows] (every id in the global vocabulary) -> [this rank's rows, C].
@@ -28,6 +29,8 @@ class Embedding : public Module {
   TensorParallel tp_;
 };
 
+// InvalidArgument when splitting a [V, C] table's rows over tp leaves a rank none.
+void check_vocabulary_split(const Parameter& table, int tp);
 // Shards a [V, C] table's vocabulary rows over tp (the embedding and the tied LM head share it) and
 // returns the first global row this rank holds.
 int64_t shard_vocabulary(Parameter& table, const TpSetup& setup);
@@ -36,6 +39,7 @@ class PositionEmbedding : public Module {
  public:
   explicit PositionEmbedding(Parameter* table) : table_(table) {}
   std::vector<Parameter*> parameters() override { return {table_}; }
+  void check_parallel(TpStyle style, int tp) const override;
   void parallelize(TpStyle style, const TpSetup& setup) override;
   const TensorParallel& tp() const { return tp_; }
 

@@ -10,8 +10,12 @@ namespace {
 constexpr float kEps = 1e-5f;
 }
 
+void LayerNorm::check_parallel(TpStyle style, int tp) const {
+  if (style != TpStyle::sequence) Module::check_parallel(style, tp);
+}
+
 void LayerNorm::parallelize(TpStyle style, const TpSetup& setup) {
-  if (style != TpStyle::sequence) Module::parallelize(style, setup);
+  check_parallel(style, setup.tp.size());
   tp_ = setup.tp;
 }
 

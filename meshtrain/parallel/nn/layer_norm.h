@@ -12,6 +12,7 @@ class LayerNorm : public Module {
  public:
   LayerNorm(Parameter* weight, Parameter* bias) : weight_(weight), bias_(bias) {}
   std::vector<Parameter*> parameters() override { return {weight_, bias_}; }
+  void check_parallel(TpStyle style, int tp) const override;
   void parallelize(TpStyle style, const TpSetup& setup) override;
   const TensorParallel& tp() const { return tp_; }
 

@@ -19,19 +19,23 @@ std::vector<Parameter*> Linear::parameters() {
   return {weight_};
 }
 
+void Linear::check_parallel(TpStyle style, int tp) const {
+  if (style != TpStyle::colwise && style != TpStyle::rowwise) Module::check_parallel(style, tp);
+  if (style == TpStyle::rowwise && out_blocks_ != 1)
+    throw InvalidArgument(detail::concat("Linear '", weight_->name(), "': its output packs ",
+                                         out_blocks_, " blocks, which cannot be row-parallel"));
+}
+
 void Linear::parallelize(TpStyle style, const TpSetup& setup) {
   MT_CHECK(mode_ == Mode::replicated, "Linear '", weight_->name(), "' is parallelized twice");
+  check_parallel(style, setup.tp.size());
   if (style == TpStyle::colwise) {
     shard_on_tp(*weight_, Shard{1, out_blocks_}, setup);
     if (bias_) shard_on_tp(*bias_, Shard{0, out_blocks_}, setup);
     mode_ = Mode::colwise;
-  } else if (style == TpStyle::rowwise) {
-    MT_CHECK_EQ(out_blocks_, 1, "Linear '", weight_->name(),
-                "': a packed output cannot be row-parallel");
+  } else {
     shard_on_tp(*weight_, Shard{0}, setup);
     mode_ = Mode::rowwise;
-  } else {
-    Module::parallelize(style, setup);
   }
   tp_ = setup.tp;
 }

@@ -18,6 +18,7 @@ class Linear : public Module {
  public:
   Linear(Parameter* weight, Parameter* bias, int out_blocks = 1);
   std::vector<Parameter*> parameters() override;
+  void check_parallel(TpStyle style, int tp) const override;
   void parallelize(TpStyle style, const TpSetup& setup) override;
 
   Tensor forward(const Tensor& x, Tape& tape);

@@ -9,8 +9,13 @@
 
 namespace meshtrain::nn {
 
+void LmHeadLoss::check_parallel(TpStyle style, int tp) const {
+  if (style != TpStyle::vocab) Module::check_parallel(style, tp);
+  check_vocabulary_split(*wte_, tp);
+}
+
 void LmHeadLoss::parallelize(TpStyle style, const TpSetup& setup) {
-  if (style != TpStyle::vocab) Module::parallelize(style, setup);
+  check_parallel(style, setup.tp.size());
   vocab_start_ = shard_vocabulary(*wte_, setup);
   tp_ = setup.tp;
 }

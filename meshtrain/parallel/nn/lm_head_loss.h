@@ -18,6 +18,7 @@ class LmHeadLoss : public Module {
  public:
   explicit LmHeadLoss(Parameter* wte) : wte_(wte) {}
   std::vector<Parameter*> parameters() override { return {wte_}; }
+  void check_parallel(TpStyle style, int tp) const override;
   void parallelize(TpStyle style, const TpSetup& setup) override;
 
   // x [this rank's rows, C], targets i32 [all rows]: returns the sum of the token losses.

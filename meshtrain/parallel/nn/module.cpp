@@ -28,9 +28,13 @@ bool matches_pattern(std::string_view pattern, std::string_view name) {
   }
 }
 
-void Module::parallelize(TpStyle style, const TpSetup&) {
+void Module::check_parallel(TpStyle style, int /*tp*/) const {
   throw InvalidArgument(
       detail::concat("this module has no tensor-parallel form for style '", tp_style_name(style), "'"));
+}
+
+void Module::parallelize(TpStyle style, const TpSetup& setup) {
+  check_parallel(style, setup.tp.size());
 }
 
 void shard_on_tp(Parameter& param, const Placement& placement, const TpSetup& setup) {

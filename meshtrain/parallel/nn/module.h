@@ -48,8 +48,13 @@ class Module {
  public:
   virtual ~Module() = default;
   virtual std::vector<Parameter*> parameters() = 0;
-  // Shards this module's parameters over tp and switches compute to the parallel form. A style
-  // the module has no parallel form for is an InvalidArgument naming both.
+  // InvalidArgument when the module cannot take `style` over `tp` ranks: a style it has no
+  // parallel form for, or sizes that do not split (heads, vocabulary rows). Needs no tensors, so
+  // a plan is checked before anything is placed; parallelize checks the same, so each rule lives
+  // here once.
+  virtual void check_parallel(TpStyle style, int tp) const;
+  // Shards this module's parameters over tp and switches compute to the parallel form, after
+  // check_parallel.
   virtual void parallelize(TpStyle style, const TpSetup& setup);
 };
 

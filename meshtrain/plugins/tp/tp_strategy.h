@@ -25,6 +25,9 @@ class TpStrategy : public Strategy {
   std::string name() const override { return "tp"; }
   StrategyKind kind() const override { return StrategyKind::tensor; }
   // Axes: exactly {"tp"}.
+  // Every rule of the model's plan matches a module, and each module can take its style over tp.
+  void check_model(Model& model, const MeshLayout& mesh,
+                   const std::vector<std::string>& axes) const override;
   void apply(ParallelContext& ctx, const std::vector<std::string>& axes) override;
   // Sequence parallelism needs micro-batches whose token rows divide by tp.
   void check_plan(const PlannedRun& run) const override;
