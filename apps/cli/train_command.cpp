@@ -30,24 +30,29 @@ struct TrainFlags {
 // TrainConfig::strategies, to be checked and typed by the registry.
 void add_plugin_flag(CLI::App* cmd, const std::shared_ptr<TrainFlags>& f, const std::string& plugin,
                      const OptionSpec& option) {
-  std::string help = option.help;
-  if (option.type == OptionSpec::Type::choice) {
-    help += ":";
-    for (const std::string& choice : option.choices) help += " " + choice;
-  } else if (option.type == OptionSpec::Type::boolean && !option.switch_flag) {
-    help += ": true or false";
-  }
-  if (!option.default_value.empty() && !option.switch_flag)
-    help += " (default " + option.default_value + ")";
   const std::string name = option.name;
-  if (option.switch_flag)
+  if (option.switch_flag) {
     cmd->add_flag_function(
-        option_flag(plugin, option), [f, plugin, name](int64_t) { f->config.set(plugin, name, "true"); },
-        help);
-  else
-    cmd->add_option_function<std::string>(
         option_flag(plugin, option),
-        [f, plugin, name](const std::string& v) { f->config.set(plugin, name, v); }, help);
+        [f, plugin, name](int64_t) { f->config.set(plugin, name, "true"); }, option.help);
+    return;
+  }
+  std::string values;  // what the value may be, where --help shows the type
+  switch (option.type) {
+    case OptionSpec::Type::boolean: values = "true|false"; break;
+    case OptionSpec::Type::integer: values = "INT"; break;
+    case OptionSpec::Type::text: values = "TEXT"; break;
+    case OptionSpec::Type::choice:
+      for (const std::string& choice : option.choices) values += (values.empty() ? "" : "|") + choice;
+      break;
+  }
+  const std::string help = option.default_value.empty()
+                               ? option.help
+                               : option.help + " (default " + option.default_value + ")";
+  cmd->add_option_function<std::string>(
+         option_flag(plugin, option),
+         [f, plugin, name](const std::string& v) { f->config.set(plugin, name, v); }, help)
+      ->type_name(values);
 }
 
 // Under mpirun every process runs this command: on the local backend each would train its own
