@@ -64,8 +64,14 @@ void check_output_file(const std::string& path, const char* flag, double bytes) 
 void check_output_folder(const std::string& dir, const char* flag, double bytes) {
   if (dir.empty()) return;
   if (!std::filesystem::exists(dir)) {
-    check_output_file(dir, flag, bytes);  // created by the first save: its folder must take it
-    return;
+    try {
+      check_output_file(dir, flag, bytes);  // created by the first save: its folder must take it
+      return;
+    } catch (const Error&) {
+      // Under mpirun another process of the job may have created it since (rank 0 takes the
+      // folder's lock while the others still check their flags): then it is checked as a folder.
+      if (!std::filesystem::is_directory(dir)) throw;
+    }
   }
   MT_CHECK(std::filesystem::is_directory(dir), flag, " '", dir, "' exists and is not a folder");
   check_writable(dir, flag, "a checkpoint", bytes);

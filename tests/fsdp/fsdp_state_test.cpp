@@ -172,9 +172,11 @@ TEST(FsdpState, OptionsThatContradictTheModeAreRefused) {
   EXPECT_THAT(refusal({{"mode", "none"}, {"reshard_after_forward", "true"}}),
               HasSubstr("mode none never shards the parameters"));
   EXPECT_THAT(refusal({{"param_dtype", "i32"}}),
-              HasSubstr("fsdp param_dtype: expected f32 or bf16, got 'i32'"));
+              HasSubstr("fsdp option param_dtype (--param-dtype) expects one of f32 or bf16, "
+                        "got 'i32'"));
   EXPECT_THAT(refusal({{"reduce_dtype", "fp16"}}),
-              HasSubstr("fsdp reduce_dtype: expected f32 or bf16, got 'fp16'"));
+              HasSubstr("fsdp option reduce_dtype (--reduce-dtype) expects one of f32 or bf16, "
+                        "got 'fp16'"));
 }
 
 TEST(FsdpState, UnitPolicyGroupsBlocks) {
