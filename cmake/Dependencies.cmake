@@ -18,23 +18,18 @@ function(meshtrain_resolve_option name found what)
 endfunction()
 
 find_package(Threads REQUIRED)
-find_package(BLAS REQUIRED)  # OpenBLAS from libopenblas-dev
-find_path(MESHTRAIN_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas openblas-pthread
-          PATHS /usr/include/x86_64-linux-gnu /usr/include/aarch64-linux-gnu)
-if(NOT MESHTRAIN_CBLAS_INCLUDE)
-  message(FATAL_ERROR "cblas.h not found: install libopenblas-dev")
-endif()
 find_package(Boost 1.71 REQUIRED)  # Boost.Graph is header-only
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(ZLIB REQUIRED)  # crc32 of checkpoint chunks
-# oneDNN from libdnnl-dev: bf16 GEMMs on CPUs. Found by hand: its CMake package also asks for the
-# OpenCL headers (its GPU runtime), which the CPU kernels never use.
-find_path(MESHTRAIN_DNNL_INCLUDE oneapi/dnnl/dnnl.hpp)
-find_library(MESHTRAIN_DNNL_LIBRARY dnnl)
-if(NOT MESHTRAIN_DNNL_INCLUDE OR NOT MESHTRAIN_DNNL_LIBRARY)
-  message(FATAL_ERROR "oneDNN not found: install libdnnl-dev")
-endif()
+# OpenBLAS, and oneDNN for bf16 GEMMs on CPUs: meshtrain_deps::openblas and meshtrain_deps::dnnl.
+include(meshtrainFindDeps)
+foreach(_dep openblas dnnl)
+  cmake_language(CALL meshtrain_import_${_dep} _dep_missing)
+  if(_dep_missing)
+    message(FATAL_ERROR "${_dep_missing}")
+  endif()
+endforeach()
 
 # CUDA toolkit with cuBLAS.
 set(_cuda_found OFF)
@@ -69,9 +64,8 @@ endif()
 # NCCL (needs CUDA).
 set(_nccl_found OFF)
 if(MESHTRAIN_HAS_CUDA AND NOT MESHTRAIN_NCCL STREQUAL "OFF")
-  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
-  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
-  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+  meshtrain_import_nccl(_nccl_missing)
+  if(NOT _nccl_missing)
     set(_nccl_found ON)
   endif()
 endif()

@@ -24,4 +24,5 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/meshtrainConfigVersion.cm
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/meshtrainConfig.cmake
               ${PROJECT_BINARY_DIR}/meshtrainConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/meshtrainFindDeps.cmake
         DESTINATION ${MESHTRAIN_PACKAGE_DIR})

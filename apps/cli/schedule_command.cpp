@@ -1,16 +1,14 @@
 #include <charconv>
 #include <cmath>
-#include <fstream>
-#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "apps/cli/commands.h"
 #include "meshtrain/core/error.h"
-#include "meshtrain/plugins/pp/schedule_generators.h"
-#include "meshtrain/plugins/pp/schedule_sim.h"
+#include "meshtrain/plugins/builtin_tools.h"
 
 namespace meshtrain {
 
@@ -27,8 +25,8 @@ struct ScheduleFlags {
   std::string costs = "1,1,1";
 };
 
-// "F,I,W" -> Costs, each a finite non-negative number.
-Costs parse_costs(const std::string& text) {
+// "F,I,W" -> PipelineStageCosts, each a finite non-negative number.
+PipelineStageCosts parse_costs(const std::string& text) {
   std::vector<double> values;
   bool ok = !text.empty() && text.back() != ',';  // getline drops a trailing empty part
   std::istringstream parts(text);
@@ -46,38 +44,12 @@ Costs parse_costs(const std::string& text) {
   return {values[0], values[1], values[2]};
 }
 
-Schedule read_schedule_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in.good() && !in.eof()) throw IoError("cannot read the schedule file '" + path + "'");
-  try {
-    return parse_schedule(text.str());
-  } catch (const InvalidArgument& e) {
-    throw InvalidArgument(path + ": " + e.what());
-  }
-}
-
-Schedule schedule_from(const ScheduleFlags& f) {
-  if (!f.file.empty()) return read_schedule_file(f.file);
-  if (f.pp == 0 || f.microbatches == 0 || f.kind.empty())
+std::string report(const ScheduleFlags& f) {
+  if (f.file.empty() && (f.pp == 0 || f.microbatches == 0 || f.kind.empty()))
     throw InvalidArgument("schedule needs --pp, --microbatches and --schedule, or --file");
-  const ScheduleKind kind = parse_schedule_kind(f.kind);
-  const int virtual_stages =
-      f.virtual_stages > 0 ? f.virtual_stages : (kind == ScheduleKind::interleaved ? 2 : 1);
-  return make_schedule(kind, f.pp, f.microbatches, virtual_stages);
-}
-
-void print(const Schedule& schedule, const Costs& costs, const Simulation& sim) {
-  std::cout << schedule.to_string() << "\n"
-            << "costs F=" << costs.forward << " I=" << costs.backward_input
-            << " W=" << costs.backward_weight << " (B = I + W), makespan " << sim.makespan
-            << ", bubble fraction " << std::fixed << std::setprecision(4) << sim.bubble_fraction
-            << std::defaultfloat << std::setprecision(6) << "\n"
-            << "rank  busy  idle  peak activations (micro-batches held, counted per stage)\n";
-  for (int r = 0; r < schedule.ranks; ++r)
-    std::cout << std::setw(4) << r << std::setw(6) << sim.busy[r] << std::setw(6) << sim.idle[r]
-              << std::setw(6) << sim.peak_in_flight[r] << "\n";
+  const PipelineStageCosts costs = parse_costs(f.costs);
+  if (!f.file.empty()) return pipeline_schedule_file_report(f.file, costs);
+  return pipeline_schedule_report(f.kind, f.pp, f.microbatches, f.virtual_stages, costs);
 }
 
 }  // namespace
@@ -103,11 +75,7 @@ void add_schedule_command(CLI::App& app) {
                   "F,I,W: time of one stage's forward, input-gradient and weight-gradient "
                   "backward; a full backward costs I+W")
       ->capture_default_str();
-  cmd->callback([f] {
-    const Schedule schedule = schedule_from(*f);
-    const Costs costs = parse_costs(f->costs);
-    print(schedule, costs, simulate(schedule, costs));
-  });
+  cmd->callback([f] { std::cout << report(*f); });
 }
 
 }  // namespace meshtrain
