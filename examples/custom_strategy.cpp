@@ -117,7 +117,7 @@ std::vector<uint16_t> training_tokens(int64_t vocab) {
 struct Binding {
   std::string plugin;
   std::string axis;
-  StrategyOptions options;
+  TextOptions options;
 };
 
 std::vector<double> train(int world, const std::vector<MeshAxis>& axes,

@@ -60,7 +60,7 @@ int main() {
   write_token_file(data, tokens);
 
   TrainConfig base;
-  base.model = gpt2_preset("demo");
+  base.model = gpt2_model(gpt2_preset("demo"));
   base.data_path = data;
   base.batch = 8;
   base.seq = 64;

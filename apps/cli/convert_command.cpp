@@ -2,40 +2,41 @@
 #include <iostream>
 
 #include "apps/cli/commands.h"
-#include "meshtrain/train/checkpoint_config.h"
+#include "apps/cli/declared_flags.h"
 #include "meshtrain/train/training_checkpoint.h"
 #include "meshtrain/checkpoint/checkpoint_directory.h"
 #include "meshtrain/checkpoint/checkpoint_reader.h"
 #include "meshtrain/checkpoint/convert.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/models/checkpoint.h"
-#include "meshtrain/models/gpt2.h"
+#include "meshtrain/models/builtin_models.h"
 
 namespace meshtrain {
 
 namespace {
 struct ConvertFlags {
   std::string input, output;
-  int64_t heads = 0;
+  TextOptions model_options;  // what a safetensors file does not say (GPT-2's --heads)
 };
 
 void convert(const ConvertFlags& f) {
+  const ModelRegistry models = builtin_models();
   if (is_checkpoint_path(f.input)) {
     const std::string checkpoint = find_checkpoint(f.input, "convert");
-    // The head count, which the tensors' shapes do not give, as --save writes it; a checkpoint
-    // of no trainer run (no model in its metadata) exports without it.
+    // What --save writes beside the tensors (GPT-2: the head count, which the shapes do not
+    // give); a checkpoint of no trainer run (no model in its metadata) exports without it.
     std::map<std::string, std::string> metadata;
     if (const CheckpointReader reader(checkpoint); reader.metadata().contains("model"))
-      metadata["heads"] = std::to_string(checkpoint_model(reader).heads);
+      metadata = checkpoint_model(reader, models)->safetensors_metadata();
     checkpoint_to_safetensors(checkpoint, f.output, metadata);
     std::cout << "wrote the parameters of " << checkpoint << " to " << f.output << "\n";
     return;
   }
-  const GPT2Config model = gpt2_config_from_checkpoint(f.input, f.heads);
+  const ModelSpecPtr model = models.from_safetensors(f.input, f.model_options);
   // The file must load into that model, as --init FILE checks; the checkpoint then holds what
   // --init CHECKPOINT reads: the model's parameter names, without the attention-mask buffers.
-  GPT2 shapes(model, GPT2Options{.materialize = false});
-  const SafetensorsValues loads_into_the_model(f.input, shapes.parameters());
+  const std::unique_ptr<Model> shapes = model->build(Device::cpu());
+  const SafetensorsValues loads_into_the_model(f.input, shapes->parameters());
   // --init DIR takes a folder's newest checkpoint, which would not be this step 0.
   if (std::filesystem::is_directory(f.output)) {
     const auto held = complete_checkpoints(f.output);
@@ -43,8 +44,8 @@ void convert(const ConvertFlags& f) {
              held.empty() ? "" : held.back().second, "); convert into a new folder");
   }
   const std::string path = safetensors_to_checkpoint(
-      f.input, f.output, 0, {{"model", model_metadata(model)}}, checkpoint_parameter_name);
-  std::cout << "wrote " << path << " (GPT-2 " << model.describe()
+      f.input, f.output, 0, {{"model", model_metadata(*model)}}, checkpoint_parameter_name);
+  std::cout << "wrote " << path << " (" << model->describe()
             << "); start a run from it with --init " << f.output << "\n";
 }
 }  // namespace
@@ -52,9 +53,10 @@ void convert(const ConvertFlags& f) {
 void add_convert_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "convert",
-      "Convert a distributed checkpoint to one safetensors file (Hugging Face GPT-2 names), or a "
+      "Convert a distributed checkpoint to one safetensors file (Hugging Face names), or a "
       "safetensors file to a checkpoint");
   auto f = std::make_shared<ConvertFlags>();
+  const ModelRegistry models = builtin_models();
   cmd->add_option("input", f->input, "a checkpoint (step-N folder, or a folder of them) or a "
                                      "safetensors file")
       ->required()
@@ -62,7 +64,8 @@ void add_convert_command(CLI::App& app) {
   cmd->add_option("output", f->output, "the safetensors file, or the folder of the new checkpoint")
       ->required()
       ->check(kNonEmptyPath);
-  cmd->add_option("--heads", f->heads, "attention heads (safetensors input only)");
+  // A safetensors input's configuration where the file does not say it (GPT-2's --heads).
+  add_model_flags(cmd, models, f->model_options);
   cmd->callback([f] { convert(*f); });
 }
 

@@ -3,7 +3,7 @@
 #include "apps/cli/commands.h"
 #include "meshtrain/core/device_memory.h"
 #include "meshtrain/config.h"
-#include "meshtrain/models/gpt2_config.h"
+#include "meshtrain/models/builtin_models.h"
 
 namespace meshtrain {
 
@@ -16,9 +16,13 @@ void add_info_command(CLI::App& app) {
               << "  nccl:  " << (config::has_nccl ? "built in" : "not built") << "\n"
               << "  mpi:   " << (config::has_mpi ? "built in" : "not built") << "\n"
               << "  local: built in\n"
-              << "  models:";
-    for (const std::string& name : gpt2_preset_names()) std::cout << " " << name;
-    std::cout << "\n";
+              << "  models:\n";
+    const ModelRegistry models = builtin_models();
+    for (const std::string& family : models.names()) {
+      std::cout << "    " << family << " (" << models.family(family).help << "):";
+      for (const auto& [preset, options] : models.family(family).presets) std::cout << " " << preset;
+      std::cout << "\n";
+    }
   });
 }
 

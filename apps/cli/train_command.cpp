@@ -5,12 +5,13 @@
 #include <memory>
 
 #include "apps/cli/commands.h"
-#include "meshtrain/train/checkpoint_config.h"
+#include "apps/cli/declared_flags.h"
 #include "meshtrain/train/launcher.h"
 #include "meshtrain/train/run_training.h"
 #include "meshtrain/train/training_checkpoint.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/parse_integer.h"
+#include "meshtrain/models/builtin_models.h"
 #include "meshtrain/plugins/builtin_strategies.h"
 
 namespace meshtrain {
@@ -19,41 +20,12 @@ namespace {
 
 struct TrainFlags {
   TrainConfig config;
-  std::string model;  // empty: "demo", or the model of the checkpoint resumed from
-  int64_t vocab = 0, ctx = 0, dim = 0, layers = 0, heads = 0;  // 0: from the preset or file
+  std::string model;          // a preset; empty: "demo", or the model of the checkpoint or file
+  TextOptions model_options;  // the model flags given (--layers 6: "layers" -> "6")
   std::string backend = "local";
   std::string device = "cpu";
   std::string mesh;
 };
-
-// A plugin option's flag, from the plugin's declaration: its value passes through as text into
-// TrainConfig::strategies, to be checked and typed by the registry.
-void add_plugin_flag(CLI::App* cmd, const std::shared_ptr<TrainFlags>& f, const std::string& plugin,
-                     const OptionSpec& option) {
-  const std::string name = option.name;
-  if (option.switch_flag) {
-    cmd->add_flag_function(
-        option_flag(plugin, option),
-        [f, plugin, name](int64_t) { f->config.set(plugin, name, "true"); }, option.help);
-    return;
-  }
-  std::string values;  // what the value may be, where --help shows the type
-  switch (option.type) {
-    case OptionSpec::Type::boolean: values = "true|false"; break;
-    case OptionSpec::Type::integer: values = "INT"; break;
-    case OptionSpec::Type::text: values = "TEXT"; break;
-    case OptionSpec::Type::choice:
-      for (const std::string& choice : option.choices) values += (values.empty() ? "" : "|") + choice;
-      break;
-  }
-  const std::string help = option.default_value.empty()
-                               ? option.help
-                               : option.help + " (default " + option.default_value + ")";
-  cmd->add_option_function<std::string>(
-         option_flag(plugin, option),
-         [f, plugin, name](const std::string& v) { f->config.set(plugin, name, v); }, help)
-      ->type_name(values);
-}
 
 // Under mpirun every process runs this command: on the local backend each would train its own
 // job, print its own output and write the same files. Refuse that.
@@ -66,37 +38,34 @@ void check_launcher(const TrainConfig& c) {
            *processes);
 }
 
-// The size flags given override the model's (0: not given).
-void apply_sizes(const TrainFlags& f, GPT2Config& model) {
-  if (f.vocab) model.vocab = f.vocab;
-  if (f.ctx) model.ctx = f.ctx;
-  if (f.dim) model.dim = f.dim;
-  if (f.layers) model.layers = f.layers;
-  if (f.heads) model.heads = f.heads;
-}
-
-void apply(TrainFlags& f) {
-  TrainConfig& c = f.config;
+// The model: a checkpoint's (resumed or --init), a safetensors file's (--init), or a preset's,
+// the model flags given overriding its options.
+ModelSpecPtr choose_model(const TrainFlags& f, const ModelRegistry& models) {
+  const TrainConfig& c = f.config;
   const bool init_checkpoint = !c.init_path.empty() && is_checkpoint_path(c.init_path);
   if (!c.resume_dir.empty() || init_checkpoint) {
     const char* flag = init_checkpoint ? "--init" : "--resume";
     const CheckpointReader reader(find_checkpoint(init_checkpoint ? c.init_path : c.resume_dir, flag));
-    c.model = checkpoint_model(reader);
-    // A resume takes the given sizes too, and the trainer names any difference.
-    MT_CHECK(!init_checkpoint || (f.model.empty() && !f.vocab && !f.ctx && !f.dim && !f.layers &&
-                                  !f.heads),
-             "--init takes the model from the checkpoint; drop --model and the size flags");
-    if (!f.model.empty()) c.model = gpt2_preset(f.model);
-    apply_sizes(f, c.model);
-  } else if (!c.init_path.empty()) {
-    MT_CHECK(f.model.empty() && !f.vocab && !f.ctx && !f.dim && !f.layers,
-             "--init takes the model's sizes from the file; drop --model, --vocab, --ctx, --dim "
-             "and --layers");
-    c.model = gpt2_config_from_checkpoint(c.init_path, f.heads);
-  } else {
-    c.model = gpt2_preset(f.model.empty() ? "demo" : f.model);
-    apply_sizes(f, c.model);
+    const ModelSpecPtr stored = checkpoint_model(reader, models);
+    // A resume takes the given model too, and the trainer names any difference.
+    MT_CHECK(!init_checkpoint || (f.model.empty() && f.model_options.empty()),
+             "--init takes the model from the checkpoint; drop --model and the model flags");
+    if (!f.model.empty()) return models.preset(f.model, f.model_options);
+    TextOptions options = f.model_options;
+    const TextOptions stored_options = stored->options();
+    options.insert(stored_options.begin(), stored_options.end());  // keeps the flags
+    return models.create(stored->family(), options);
   }
+  if (!c.init_path.empty()) {
+    MT_CHECK(f.model.empty(), "--init takes the model from the file; drop --model");
+    return models.from_safetensors(c.init_path, f.model_options);
+  }
+  return models.preset(f.model.empty() ? "demo" : f.model, f.model_options);
+}
+
+void apply(TrainFlags& f) {
+  TrainConfig& c = f.config;
+  c.model = choose_model(f, builtin_models());
   c.backend = parse_backend(f.backend);
   MT_CHECK(f.device == "cpu" || f.device == "cuda", "--device: expected cpu or cuda, got '",
            f.device, "'");
@@ -108,11 +77,14 @@ void apply(TrainFlags& f) {
 }  // namespace
 
 void add_train_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("train", "Train GPT-2 on a device mesh");
+  auto* cmd = app.add_subcommand("train", "Train a model on a device mesh");
   auto f = std::make_shared<TrainFlags>();
   TrainConfig& c = f->config;
-  cmd->add_option("--model", f->model, "model preset (see meshtrain info; default demo)");
-  // Sizes must be positive when given (0 would otherwise read as "not given").
+  const ModelRegistry models = builtin_models();
+  cmd->add_option("--model", f->model, "model preset: " + listed(models.preset_names(), ", ") +
+                                           " (default demo)");
+  add_model_flags(cmd, models, f->model_options);
+  // --timeout and --threads must be positive when given (--threads 0 would read as "not given").
   const CLI::Validator positive(
       [](std::string& value) {
         const std::optional<int64_t> parsed = parse_integer<int64_t>(value);
@@ -125,16 +97,6 @@ void add_train_command(CLI::App& app) {
                                               : "expected a non-negative integer, got " + value;
       },
       "NON-NEGATIVE");
-  cmd->add_option("--vocab", f->vocab, "vocabulary size (overrides the preset)")
-      ->check(positive);
-  cmd->add_option("--ctx", f->ctx, "context length (overrides the preset)")
-      ->check(positive);
-  cmd->add_option("--dim", f->dim, "model width (overrides the preset)")
-      ->check(positive);
-  cmd->add_option("--layers", f->layers, "transformer blocks (overrides the preset)")
-      ->check(positive);
-  cmd->add_option("--heads", f->heads, "attention heads (overrides the preset)")
-      ->check(positive);
   cmd->add_option("--init", c.init_path,
                   "start from a safetensors file or a checkpoint's parameters (a step-N folder, "
                   "or a --checkpoint-dir folder: its newest)")
@@ -200,7 +162,9 @@ void add_train_command(CLI::App& app) {
   const StrategyRegistry registry = builtin_strategies();
   for (const std::string& plugin : registry.names())
     for (const OptionSpec& option : registry.plugin(plugin).options)
-      add_plugin_flag(cmd, f, plugin, option);
+      add_declared_flag(cmd, plugin, option, [f, plugin, name = option.name](const std::string& v) {
+        f->config.set(plugin, name, v);
+      });
   cmd->add_option("--sample", c.sample_bytes, "bytes of text to sample at the end (0: none)")
       ->capture_default_str()
       ->check(non_negative);

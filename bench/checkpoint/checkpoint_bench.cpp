@@ -53,7 +53,7 @@ void parse_checkpoint_flags(int& argc, char** argv) {
 
 // FSDP full over dp_shard=W; FSDP x TP over dp_shard=W/2,tp=2 where W and the heads allow it.
 std::vector<ModeSpec> checkpoint_layouts(const BenchSettings& s) {
-  const auto full = std::map<std::string, StrategyOptions>{{"fsdp", {{"mode", "full"}}}};
+  const auto full = std::map<std::string, TextOptions>{{"fsdp", {{"mode", "full"}}}};
   std::vector<ModeSpec> layouts = {{"full", MeshLayout({{"dp_shard", s.world}}), full}};
   if (s.world % 2 == 0 && s.world / 2 > 1 && s.heads % 2 == 0)
     layouts.push_back({"fsdp" + std::to_string(s.world / 2) + "_tp2",
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   g_scratch = tmpl;
 
   const std::vector<ModeSpec> layouts = checkpoint_layouts(s);
-  const meshtrain::GPT2Config model = make_train_config(s, layouts.front(), g_data_path).model;
+  const meshtrain::GPT2Config model = meshtrain::gpt2_config(*make_train_config(s, layouts.front(), g_data_path).model);
   // Parameters and both AdamW moments in f32: what the shards hold, less their headers.
   const double state_mb = 3.0 * 4.0 * static_cast<double>(model.num_parameters()) / kMB;
   std::printf(

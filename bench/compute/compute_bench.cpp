@@ -138,13 +138,14 @@ int main(int argc, char** argv) {
   MT_CHECK_EQ(s.world, 1, "compute_bench measures one rank: --world must be 1");
 
   TokenCorpus corpus(s.batch * (s.seq + 1) * 4);
-  const GPT2Config model = make_train_config(s, step_spec(DType::f32), corpus.path()).model;
+  const ModelSpecPtr spec = make_train_config(s, step_spec(DType::f32), corpus.path()).model;
+  const GPT2Config model = gpt2_config(*spec);
   const std::vector<StepGemm> gemms = step_gemms(model, s.batch, s.seq);
 
-  // Model FLOPs of a step as --profile counts them (meshtrain/train/trace_output.h): 6 * parameters *
+  // Model FLOPs of a step as --profile counts them (ModelSpec::training_flops): 6 * parameters *
   // tokens plus attention's 12 * B * L * T^2 * d, printed as those two terms.
   const double tokens = static_cast<double>(s.batch * s.seq);
-  const double model_gflop = 1e-9 * model_flops_per_step(model, s.batch, s.seq);
+  const double model_gflop = 1e-9 * spec->training_flops(static_cast<double>(s.batch * s.seq), s.seq);
   const double param_gflop = 6e-9 * static_cast<double>(model.num_parameters()) * tokens;
   const double attn_gflop = model_gflop - param_gflop;
   double gemm_gflop = 0.0;

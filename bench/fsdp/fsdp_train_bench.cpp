@@ -25,7 +25,7 @@ ModeBoard g_board("none");  // none (DDP) is registered first
 std::vector<ModeSpec> bench_modes(int world) {
   const MeshLayout flat({{"dp_shard", world}});
   const auto fsdp = [](const char* mode) {
-    return std::map<std::string, StrategyOptions>{{"fsdp", {{"mode", mode}}}};
+    return std::map<std::string, TextOptions>{{"fsdp", {{"mode", mode}}}};
   };
   std::vector<ModeSpec> modes = {
       {"none", flat, fsdp("none")}, {"full", flat, fsdp("full")}, {"grad_op", flat, fsdp("grad_op")}};
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   TokenCorpus corpus(s.batch * (s.seq + 1) * 4);
   g_data_path = corpus.path();
   const meshtrain::GPT2Config model =
-      make_train_config(s, bench_modes(s.world).front(), g_data_path).model;
+      meshtrain::gpt2_config(*make_train_config(s, bench_modes(s.world).front(), g_data_path).model);
   std::printf("fsdp_train_bench: W=%d %s (%.1fM params), batch %lld x seq %lld, %d warm-up + %d "
               "measured steps, %lld tokens of data\n",
               s.world, model.describe().c_str(), model.num_parameters() / 1e6,

@@ -3,7 +3,7 @@
 //      compute (FSDP param_dtype), reporting tokens/s, achieved model FLOP/s and MFU against the
 //      H100/H200 SXM dense peak of the dtype: 989 TFLOP/s bf16 (tensor cores, fp32 accumulation),
 //      67 TFLOP/s fp32 (no TF32: the f32 GEMMs compute in full fp32). FLOPs per step
-//      (meshtrain/train/trace_output.h, model_flops_per_step): 6 N tokens for the weights, N counting
+//      (ModelSpec::training_flops): 6 N tokens for the weights, N counting
 //      every parameter (the position table too), plus 12 B L T^2 d for attention's two products
 //      over the full T x T. That attention term is nanoGPT's and PaLM's; nanoGPT leaves the
 //      position table out of N (0.5% fewer FLOPs here), and counting only the causal half of
@@ -46,13 +46,13 @@ std::string g_data_path;
 ModeBoard g_precision("f32");
 ModeBoard g_fsdp("none");
 
-std::map<std::string, StrategyOptions> fsdp(const char* mode, const char* param_dtype) {
+std::map<std::string, TextOptions> fsdp(const char* mode, const char* param_dtype) {
   return {{"fsdp", {{"mode", mode}, {"param_dtype", param_dtype}}}};
 }
 
 double flops_per_step(const BenchSettings& s) {
-  const GPT2Config model{s.vocab, s.seq, s.dim, s.layers, s.heads};
-  return model_flops_per_step(model, s.batch, s.seq);
+  return gpt2_model(GPT2Config{s.vocab, s.seq, s.dim, s.layers, s.heads})
+      ->training_flops(static_cast<double>(s.batch * s.seq), s.seq);
 }
 
 void print_tables() {

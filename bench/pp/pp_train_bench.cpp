@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
   TokenCorpus corpus(s.batch * (s.seq + 1) * 4);  // a few global batches: steps read new data
   g_data_path = corpus.path();
   const std::vector<ScheduleSpec> specs = {{"gpipe"}, {"1f1b"}, {"interleaved", 2}, {"zb-h1"}};
-  const meshtrain::GPT2Config model = schedule_config(s, specs.front()).model;
+  const meshtrain::GPT2Config model = meshtrain::gpt2_config(*schedule_config(s, specs.front()).model);
   std::printf(
       "pp_train_bench: pp=%d (local backend, rank threads with 1 BLAS thread each), %s "
       "(%.2fM params), batch %lld x seq %lld in %d micro-batches, %d warm-up + %d "

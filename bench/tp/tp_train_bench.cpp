@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   TokenCorpus corpus(s.batch * (s.seq + 1) * 4);
   g_data_path = corpus.path();
   const std::vector<ModeSpec> modes = tp_modes(s);
-  const meshtrain::GPT2Config model = make_train_config(s, modes.front(), g_data_path).model;
+  const meshtrain::GPT2Config model = meshtrain::gpt2_config(*make_train_config(s, modes.front(), g_data_path).model);
   std::printf("tp_train_bench: W=%d %s (%.2fM params), batch %lld x seq %lld, %d warm-up + %d "
               "measured steps, %lld tokens of data\n",
               s.world, model.describe().c_str(), model.num_parameters() / 1e6,

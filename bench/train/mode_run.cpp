@@ -65,8 +65,8 @@ void parse_settings(int& argc, char** argv, BenchSettings& settings) {
 TrainConfig make_train_config(const BenchSettings& settings, const ModeSpec& spec,
                               const std::string& data_path) {
   TrainConfig config;
-  config.model = GPT2Config{.vocab = settings.vocab, .ctx = settings.seq, .dim = settings.dim,
-                            .layers = settings.layers, .heads = settings.heads};
+  config.model = gpt2_model(GPT2Config{.vocab = settings.vocab, .ctx = settings.seq, .dim = settings.dim,
+                            .layers = settings.layers, .heads = settings.heads});
   config.device = settings.device;
   config.data_path = data_path;
   config.steps = settings.warmup + settings.steps;

@@ -39,7 +39,7 @@ struct BenchSettings {
 struct ModeSpec {
   std::string name;
   MeshLayout mesh;
-  std::map<std::string, StrategyOptions> strategies;  // plugin options (TrainConfig::strategies)
+  std::map<std::string, TextOptions> strategies;  // plugin options (TrainConfig::strategies)
 };
 
 struct ModeResult {

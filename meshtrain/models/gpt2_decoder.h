@@ -14,28 +14,29 @@
 #include <vector>
 
 #include "meshtrain/core/tensor.h"
+#include "meshtrain/models/decoder.h"
 #include "meshtrain/models/gpt2.h"
 
 namespace meshtrain {
 
-class Gpt2Decoder {
+class Gpt2Decoder : public Decoder {
  public:
   // InvalidArgument unless every parameter is available, f32 and whole (not tensor-parallel
   // sharded). Allocates the cache: per block, keys and values of ctx positions.
   explicit Gpt2Decoder(GPT2& model);
 
   const GPT2Config& config() const { return config_; }
-  // Positions encoded so far (cached): the next token gets this position.
-  int64_t length() const { return length_; }
-  // Forgets the cache: the next tokens start at position 0.
-  void reset() { length_ = 0; }
+  int64_t vocab() const override { return config_.vocab; }
+  int64_t context() const override { return config_.ctx; }
+  int64_t length() const override { return length_; }
+  void reset() override { length_ = 0; }
 
   // Encodes tokens at positions [length(), length() + tokens.size()): each attends to the cached
   // positions and to the tokens before it (causal), and its keys and values join the cache. Returns
   // the logits [V] of the token after the last one. One call over a prompt is the prefill, one call
   // per token the decoding. InvalidArgument for no tokens, an id outside the vocabulary, or
   // positions past the context length (reset() and encode a shorter window to go on).
-  std::vector<float> append(std::span<const int32_t> tokens);
+  std::vector<float> append(std::span<const int32_t> tokens) override;
 
  private:
   struct Block {

@@ -1,5 +1,5 @@
-// Text generation from a single-rank GPT-2 (the whole model on this rank, no strategy) with a
-// key/value cache (meshtrain/models/gpt2_decoder.h): one pass over the prompt (its last ctx tokens when it is
+// Text generation through a model's Decoder (the whole model on this rank, no strategy) with its
+// key/value cache (GPT-2's: meshtrain/models/gpt2_decoder.h): one pass over the prompt (its last ctx tokens when it is
 // longer), then one position per generated token.
 //
 // Each token is drawn from the logits after a window of the sequence's last tokens, encoded from
@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "meshtrain/models/gpt2.h"
+#include "meshtrain/models/decoder.h"
 
 namespace meshtrain {
 
@@ -26,13 +26,13 @@ struct SampleOptions {
   uint64_t seed = 0;         // the same seed gives the same text
 };
 
-// Returns prompt followed by count generated tokens. The prompt must be non-empty and its ids
+// Returns prompt followed by count generated tokens (the decoder's cache is reset first). The prompt must be non-empty and its ids
 // inside the vocabulary. With temperature > 0 each token takes one draw of Rng(seed).uniform().
-std::vector<int32_t> generate(GPT2& model, std::vector<int32_t> prompt,
+std::vector<int32_t> generate(Decoder& decoder, std::vector<int32_t> prompt,
                               const SampleOptions& options);
 
 // Byte-level models (vocab 256): generates options.count bytes after the prompt and returns them
 // (without the prompt). An empty prompt starts from "\n".
-std::string sample_text(GPT2& model, std::string_view prompt, const SampleOptions& options);
+std::string sample_text(Decoder& decoder, std::string_view prompt, const SampleOptions& options);
 
 }  // namespace meshtrain

@@ -23,6 +23,19 @@ void fill_local(const ParameterSource& source, const Parameter& p, const Layout&
   out.copy_from(host);
 }
 
+void materialize(Model& model, const ParameterSource& source, Device device) {
+  for (Parameter* p : model.parameters()) {
+    {
+      MemoryCategoryScope scope(MemoryCategory::param);
+      p->set_value(Tensor::empty(p->global_shape(), DType::f32, device));
+    }
+    fill_local(source, *p, Layout(), MeshLayout(), 0, p->value());
+    if (!p->requires_grad()) continue;
+    MemoryCategoryScope scope(MemoryCategory::grad);
+    p->set_grad(Tensor::zeros(p->global_shape(), DType::f32, device));
+  }
+}
+
 MaterializedValues::MaterializedValues(Model& model) {
   for (Parameter* p : model.parameters()) {
     const Tensor& value = p->value();

@@ -28,6 +28,11 @@ class ParameterSource {
 void fill_local(const ParameterSource& source, const Parameter& p, const Layout& layout,
                 const MeshLayout& mesh, int rank, const Tensor& out);
 
+// Gives every parameter of `model` (built without tensors) its whole value from `source` and, if
+// trainable, a zeroed gradient, on `device`: the single-rank model, the reference every layout is
+// checked against.
+void materialize(Model& model, const ParameterSource& source, Device device);
+
 // The values a materialized model holds now. Taking them releases the parameters' tensors
 // (values and gradients), so that a plan can place the model as it places an unmaterialized one;
 // the full tensors live as long as this source.

@@ -4,7 +4,6 @@
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/mesh/axis_names.h"
-#include "meshtrain/models/gpt2.h"
 #include "meshtrain/plugins/builtin_strategies.h"
 
 namespace meshtrain {
@@ -30,7 +29,7 @@ std::vector<BoundStrategy> bind_strategies(const TrainConfig& config) {
   for (const auto& [plugin, axes] : bindings) {
     const auto options = config.strategies.find(plugin);
     out.push_back({registry.create(plugin, options == config.strategies.end()
-                                               ? StrategyOptions{}
+                                               ? TextOptions{}
                                                : options->second),
                    axes});
   }
@@ -39,9 +38,9 @@ std::vector<BoundStrategy> bind_strategies(const TrainConfig& config) {
 
 void check_planned_run(const std::vector<BoundStrategy>& strategies, const TrainConfig& config) {
   const MeshLayout mesh = config.effective_mesh();
-  GPT2 model(config.model, GPT2Options{.materialize = false});  // shapes and names, no tensors
+  const std::unique_ptr<Model> model = config.model->build(Device::cpu());  // no tensors
   for (const BoundStrategy& bound : strategies)
-    bound.strategy->check_model(model, mesh, bound.axes);
+    bound.strategy->check_model(*model, mesh, bound.axes);
   const int64_t dp = mesh.span_size(mesh_axis::dp);
   for (const BoundStrategy& bound : strategies)
     bound.strategy->check_plan(PlannedRun{

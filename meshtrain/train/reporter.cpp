@@ -76,7 +76,7 @@ void TrainReporter::write_metrics(const std::string& line) {
 void TrainReporter::start(const std::string& mesh, const std::string& plan, int64_t parameters) {
   start_ = std::chrono::steady_clock::now();
   if (config_.quiet) return;
-  out_ << "meshtrain: GPT-2 " << config_.model.describe() << " (" << parameters
+  out_ << "meshtrain: " << config_.model->describe() << " (" << parameters
        << " parameters) on " << config_.world << " rank" << (config_.world > 1 ? "s" : "")
        << " of the " << backend_name(config_.backend) << " backend, "
        << config_.threads_per_rank() << " CPU thread" << (config_.threads_per_rank() > 1 ? "s" : "")

@@ -25,11 +25,11 @@ HostBytes estimate_rank_host_bytes(const TrainConfig& config) {
   // Each strategy says what share of the model state it leaves a rank (FSDP's shard, TP's and
   // PP's pieces) and whether it keeps it on the host (offload).
   const ModelStateShare share = model_state_share(bind_strategies(config), mesh);
-  const double params = static_cast<double>(config.model.num_parameters());
+  const double params = static_cast<double>(config.model->num_parameters());
   const double model_state = 16.0 * params * share.fraction;  // fp32 master, grad, 2 moments
   const double tokens = static_cast<double>(config.batch) / dp * static_cast<double>(config.seq) /
                         static_cast<double>(config.grad_accum);
-  const double logits = 4.0 * tokens * static_cast<double>(config.model.vocab) / tp;
+  const double logits = 4.0 * tokens * static_cast<double>(config.model->vocab()) / tp;
   HostBytes host;
   const auto count = [&](double bytes, std::string_view what) {
     host.bytes += bytes;

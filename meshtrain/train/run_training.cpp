@@ -45,7 +45,8 @@ void report_profile(const TrainConfig& config, Communicator& world,
   std::vector<RankProfile> ranks;
   for (const std::string& text : all) ranks.push_back(rank_profile_from_json(text));
   reporter->note(
-      profile_table(ranks, model_flops_per_step(config.model, config.batch, config.seq)));
+      profile_table(ranks, config.model->training_flops(
+                               static_cast<double>(config.batch * config.seq), config.seq)));
 }
 
 // The steps and what follows them; `recorder` is set when tracing or profiling.
@@ -56,7 +57,7 @@ std::vector<StepMetrics> train_steps(const TrainConfig& config, Communicator& wo
   Trainer trainer(config, world, memory);
   if (reporter)
     reporter->start(trainer.mesh().layout().to_string(), trainer.plan().describe(),
-                    trainer.model().config().num_parameters());
+                    config.model->num_parameters());
   if (reporter && !trainer.resumed_from().empty())
     reporter->resumed(trainer.resumed_from(), trainer.steps_done());
   std::vector<StepMetrics> steps;
@@ -77,7 +78,7 @@ std::vector<StepMetrics> train_steps(const TrainConfig& config, Communicator& wo
   if (config.profile) report_profile(config, world, *recorder, reporter);
   if (!config.save_path.empty()) trainer.save(config.save_path);
   std::string sample;
-  if (config.sample_bytes > 0 && config.model.vocab == 256)
+  if (config.sample_bytes > 0 && config.model->vocab() == 256)
     sample = trainer.sample(config.sample_bytes, config.seed);
   if (reporter) reporter->finish(sample);
   return steps;
@@ -108,7 +109,7 @@ std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& wor
     write_chrome_trace(*recorder, config.trace_dir,
                        {{"world", std::to_string(world.size())},
                         {"backend", std::string(backend_name(config.backend))},
-                        {"model", config.model.describe()}});
+                        {"model", config.model->describe()}});
   };
   try {
     std::vector<StepMetrics> steps = train_steps(config, world, memory, reporter, fault,

@@ -182,13 +182,6 @@ RankProfile rank_profile_from_json(const std::string& text) {
   return p;
 }
 
-double model_flops_per_step(const GPT2Config& model, int64_t batch, int64_t seq) {
-  const double tokens = static_cast<double>(batch) * static_cast<double>(seq);
-  return 6.0 * static_cast<double>(model.num_parameters()) * tokens +
-         12.0 * static_cast<double>(model.layers) * static_cast<double>(seq) *
-             static_cast<double>(model.dim) * tokens;
-}
-
 std::string profile_table(const std::vector<RankProfile>& ranks, double flops_per_step) {
   MT_CHECK(!ranks.empty(), "profile_table: no ranks");
   const int64_t steps = ranks.front().steps;

@@ -10,7 +10,6 @@
 
 #include "meshtrain/core/comm/communicator.h"
 #include "meshtrain/core/trace/recorder.h"
-#include "meshtrain/models/gpt2_config.h"
 
 namespace meshtrain {
 
@@ -37,15 +36,9 @@ RankProfile rank_profile(const trace::Recorder& recorder);
 std::string to_json(const RankProfile& profile);
 RankProfile rank_profile_from_json(const std::string& text);
 
-// Model FLOPs of one optimizer step (--profile and bench/compute): 6 N tokens (forward 2,
-// backward 4 per parameter and token; every parameter, wpe, biases and LayerNorms included)
-// plus attention's QK^T and PV over the full T x T (no causal saving): 12 L T d per token,
-// 12 B L T^2 d per step. Softmax, GELU, LayerNorm, cross-entropy and AdamW are not counted.
-double model_flops_per_step(const GPT2Config& model, int64_t batch, int64_t seq);
-
 // The --profile table from every rank's figures (by rank): per step, the mean over ranks and the
-// slowest rank of each row; communication in flight against exposed; achieved model FLOP/s over
-// the slowest rank's step time.
+// slowest rank of each row; communication in flight against exposed; achieved model FLOP/s
+// (ModelSpec::training_flops) over the slowest rank's step time.
 std::string profile_table(const std::vector<RankProfile>& ranks, double flops_per_step);
 
 }  // namespace meshtrain

@@ -112,13 +112,14 @@ Device TrainConfig::rank_device(int rank) const {
 }
 
 void TrainConfig::validate() const {
-  model.validate();
+  MT_CHECK(model != nullptr, "TrainConfig: no model");
   lr.validate();
   MT_CHECK(!data_path.empty(), "--data: a token file is required (make one with meshtrain prepare)");
   MT_CHECK_GT(steps, 0, "--steps must be positive");
   MT_CHECK_GT(batch, 0, "--batch must be positive");
   MT_CHECK_GT(seq, 0, "--seq must be positive");
-  MT_CHECK_LE(seq, model.ctx, "--seq must not exceed the model's context length");
+  MT_CHECK(model->max_seq() == 0 || seq <= model->max_seq(), "--seq ", seq,
+           " exceeds the model's context length ", model->max_seq());
   MT_CHECK_GT(grad_accum, 0, "--grad-accum must be positive");
   MT_CHECK_GE(weight_decay, 0.f, "--wd must not be negative");
   MT_CHECK_GE(clip, 0.f, "--clip must not be negative");
@@ -132,7 +133,7 @@ void TrainConfig::validate() const {
   check_range(world, 1 << 16, "--world");
   // In nanoseconds past now, a deadline overflows near 9.2e9 s; 1e8 s is over three years.
   check_range(timeout_s, int64_t{100'000'000}, "--timeout");
-  const double params = static_cast<double>(model.num_parameters());
+  const double params = static_cast<double>(model->num_parameters());
   check_output_file(save_path, "--save", 4.0 * params);
   check_output_file(metrics_path, "--metrics", 0.0);
   // No output may overwrite an input, or another output.

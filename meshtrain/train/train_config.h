@@ -7,7 +7,7 @@
 #include <string>
 
 #include "meshtrain/mesh/mesh_layout.h"
-#include "meshtrain/models/gpt2_config.h"
+#include "meshtrain/models/gpt2_family.h"
 #include "meshtrain/models/lr_schedule.h"
 #include "meshtrain/parallel/strategy_registry.h"
 
@@ -18,7 +18,9 @@ BackendKind parse_backend(std::string_view text);
 std::string_view backend_name(BackendKind kind);
 
 struct TrainConfig {
-  GPT2Config model = gpt2_preset("demo");
+  // The model to train: a registered family's (meshtrain/models/model_registry.h), GPT-2's
+  // (gpt2_model(gpt2_preset("tiny"))), or any ModelSpec a program defines.
+  ModelSpecPtr model = gpt2_model(gpt2_preset("demo"));
   // Weights to start from: a safetensors file, or a checkpoint (a step directory, or a folder whose
   // newest complete checkpoint is taken); empty: initialise from the seed.
   std::string init_path;
@@ -63,7 +65,7 @@ struct TrainConfig {
   // Options of each plugin by name ("fsdp": mode, prefetch, ...; "tp": sequence_parallel), as
   // the strategy registry reads them (meshtrain/plugins/builtin_strategies.h); unset options take the
   // plugin's defaults.
-  std::map<std::string, StrategyOptions> strategies;
+  std::map<std::string, TextOptions> strategies;
   int64_t sample_bytes = 200;  // text generated at the end (byte-level models); 0: none
   bool quiet = false;
 

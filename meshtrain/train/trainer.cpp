@@ -14,7 +14,6 @@
 #include "meshtrain/core/trace/recorder.h"
 #include "meshtrain/mesh/axis_names.h"
 #include "meshtrain/models/checkpoint.h"
-#include "meshtrain/models/gpt2_init.h"
 #include "meshtrain/models/safetensors.h"
 #include "meshtrain/models/sampling.h"
 #include "meshtrain/models/token_file.h"
@@ -58,9 +57,8 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
 
   // Sharded initialisation: the model has no tensors, and each rank fills only its own pieces,
   // from a checkpoint, a safetensors file or the seed.
-  model_ = std::make_unique<GPT2>(
-      config_.model,
-      GPT2Options{.device = rank_device(config_, world_), .materialize = false});
+  device_ = rank_device(config_, world_);
+  model_ = config_.model->build(device_);
   std::unique_ptr<CheckpointReader> checkpoint;
   std::unique_ptr<ParameterSource> values;
   if (!config_.resume_dir.empty()) {
@@ -81,7 +79,7 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
   else if (!config_.init_path.empty())
     values = std::make_unique<SafetensorsValues>(config_.init_path, model_->parameters());
   else
-    values = std::make_unique<Gpt2InitValues>(config_.model, config_.seed);
+    values = config_.model->init_values(config_.seed);
 
   for (BoundStrategy& bound : bind_strategies(config_))
     plan_.add(std::move(bound.strategy), bound.axes);
@@ -96,7 +94,7 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
   }
 
   batches_ = std::make_unique<TokenBatches>(
-      std::move(tokens), config_.model.vocab, config_.batch, config_.seq,
+      std::move(tokens), config_.model->vocab(), config_.batch, config_.seq,
       mesh_->axis_size(mesh_axis::dp), mesh_->axis_rank(mesh_axis::dp));
 }
 
@@ -148,7 +146,7 @@ StepMetrics Trainer::step() {
   for (const OptimizerSlot& slot : slots) updated.push_back(slot.param);
   const double params_sum_squares = ops::sum_squares(updated);
   // A GPU step ends when its queued kernels have run.
-  device_synchronize(model_->device(), std::chrono::seconds(config_.timeout_s));
+  device_synchronize(device_, std::chrono::seconds(config_.timeout_s));
   update_span.reset();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const double exposed = comm_wait_seconds() - waited_before;  // every strategy's, and the loss's
@@ -218,10 +216,10 @@ void Trainer::save(const std::string& path) {
     std::vector<SafetensorsSpec> specs;
     for (Parameter* p : model_->parameters())
       specs.push_back({p->name(), DType::f32, p->global_shape()});
-    writer = std::make_unique<SafetensorsWriter>(
-        file->partial_path(), std::move(specs),
-        std::map<std::string, std::string>{{"format", "pt"},
-                                           {"heads", std::to_string(config_.model.heads)}});
+    std::map<std::string, std::string> metadata = config_.model->safetensors_metadata();
+    metadata["format"] = "pt";
+    writer = std::make_unique<SafetensorsWriter>(file->partial_path(), std::move(specs),
+                                                 std::move(metadata));
   }
   gather_parameters([&](const Parameter& p, const Tensor& value) {
     if (writer) writer->write(p.name(), value);
@@ -243,18 +241,29 @@ std::string Trainer::save_checkpoint(const std::function<void(const std::string&
 }
 
 std::string Trainer::sample(int64_t bytes, uint64_t seed) {
-  MT_CHECK_EQ(config_.model.vocab, 256, "sampling text needs a byte-level model (vocab 256)");
-  std::unique_ptr<GPT2> whole;
-  if (rank() == 0) whole = std::make_unique<GPT2>(config_.model);
+  MT_CHECK_EQ(config_.model->vocab(), 256, "sampling text needs a byte-level model (vocab 256)");
+  // Rank 0 gathers a whole copy on the host, where the decoders run.
+  std::unique_ptr<Model> whole;
+  std::map<std::string, Parameter*> by_name;
+  if (rank() == 0) {
+    whole = config_.model->build(Device::cpu());
+    MemoryCategoryScope scope(MemoryCategory::param);
+    for (Parameter* p : whole->parameters()) {
+      p->set_value(Tensor::empty(p->global_shape(), DType::f32, Device::cpu()));
+      by_name[p->name()] = p;
+    }
+  }
   gather_parameters([&](const Parameter& p, const Tensor& value) {
-    if (whole) whole->parameter(p.name()).value().copy_from(value);
+    if (whole) by_name.at(p.name())->value().copy_from(value);
   });
   if (!whole) return "";
+  const std::unique_ptr<Decoder> decoder = config_.model->decoder(*whole);
+  if (!decoder) return "";  // the family has no decoder: nothing to sample
   SampleOptions options;
   options.count = bytes;
   options.temperature = 0.8f;
   options.seed = seed;
-  return sample_text(*whole, "\n", options);
+  return sample_text(*decoder, "\n", options);
 }
 
 }  // namespace meshtrain

@@ -1,4 +1,4 @@
-// Trainer: one rank's view of a training run — the mesh, GPT-2, the parallel plan built from the
+// Trainer: one rank's view of a training run — the mesh, the model, the parallel plan built from the
 // mesh's axes and the built-in plugins, the data, AdamW — feeding batches to the step runner and
 // stepping the optimizer. Every rank of the world constructs one with the same config and calls
 // the same methods in the same order (SPMD).
@@ -15,7 +15,6 @@
 #include "meshtrain/core/comm/communicator.h"
 #include "meshtrain/mesh/device_mesh.h"
 #include "meshtrain/models/adamw.h"
-#include "meshtrain/models/gpt2.h"
 #include "meshtrain/models/token_batches.h"
 #include "meshtrain/parallel/global_parameters.h"
 #include "meshtrain/parallel/parallel_plan.h"
@@ -30,7 +29,9 @@ class Trainer {
   StepMetrics step();
   int64_t steps_done() const { return step_; }
 
-  GPT2& model() { return *model_; }
+  Model& model() { return *model_; }
+  // Where this rank keeps its state (its GPU under --device cuda).
+  Device device() const { return device_; }
   DeviceMesh& mesh() { return *mesh_; }
   const ParallelPlan& plan() const { return plan_; }
   // What runs a step's micro-batches (a PipelineRunner under pipeline parallelism).
@@ -42,15 +43,16 @@ class Trainer {
   // Collective: world rank 0 calls fn on every parameter's global fp32 value (Hugging Face shape),
   // one parameter at a time (meshtrain/parallel/global_parameters.h); the other ranks only send.
   void gather_parameters(const ParameterVisitor& fn);
-  // Collective: rank 0 writes the full model to a Hugging Face GPT-2 safetensors file.
+  // Collective: rank 0 writes the full model to a safetensors file (Hugging Face names, the
+  // model's metadata).
   void save(const std::string& path);
   // Collective: writes a distributed checkpoint of the run as it stands (after steps_done() steps)
   // to config.checkpoint_dir and returns its path. `after_file` is save_checkpoint's test hook.
   std::string save_checkpoint(const std::function<void(const std::string&)>& after_file = {});
   // The checkpoint this run resumed from (empty for a fresh run).
   const std::string& resumed_from() const { return resumed_from_; }
-  // Collective: rank 0 returns text sampled from the trained model (byte-level models only);
-  // other ranks return an empty string.
+  // Collective: rank 0 returns text sampled from the trained model (byte-level models of a
+  // family with a decoder); other ranks return an empty string.
   std::string sample(int64_t bytes, uint64_t seed);
 
  private:
@@ -60,7 +62,8 @@ class Trainer {
   Communicator& world_;
   MemoryTracker& memory_;
   std::unique_ptr<DeviceMesh> mesh_;
-  std::unique_ptr<GPT2> model_;
+  Device device_;
+  std::unique_ptr<Model> model_;
   ParallelPlan plan_;
   ParallelModel parallel_;
   std::unique_ptr<TokenBatches> batches_;

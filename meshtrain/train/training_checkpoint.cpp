@@ -32,6 +32,17 @@ int64_t count_field(const JsonFields& fields, const nlohmann::json& object, cons
   return static_cast<int64_t>(fields.unsigned_field(object, key));
 }
 
+// A model record's options as text: numbers as they print (checkpoints before the registry wrote
+// GPT-2's sizes as numbers), booleans as true or false.
+TextOptions record_options(const nlohmann::json& record) {
+  TextOptions out;
+  for (const auto& [key, value] : record.items()) {
+    if (key == "family") continue;
+    out[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  }
+  return out;
+}
+
 std::map<std::string, const Parameter*> by_name(Model& model) {
   std::map<std::string, const Parameter*> out;
   for (const Parameter* p : model.parameters()) out[p->name()] = p;
@@ -47,9 +58,10 @@ const Parameter& parameter_of(const OptimizerSlot& slot,
 
 }  // namespace
 
-nlohmann::json model_metadata(const GPT2Config& m) {
-  return {{"vocab", m.vocab}, {"ctx", m.ctx}, {"dim", m.dim}, {"layers", m.layers},
-          {"heads", m.heads}};
+nlohmann::json model_metadata(const ModelSpec& model) {
+  nlohmann::json record = model.options();
+  record["family"] = model.family();
+  return record;
 }
 
 std::string find_checkpoint(const std::string& path, std::string_view flag) {
@@ -73,17 +85,18 @@ void check_no_later_checkpoints(const std::string& dir, int64_t step) {
            "to another folder");
 }
 
-GPT2Config checkpoint_model(const CheckpointReader& reader) {
-  const JsonFields fields = metadata_fields(reader.path());
-  const nlohmann::json& model = fields.object_field(reader.metadata(), "model");
-  GPT2Config config;
-  config.vocab = count_field(fields, model, "vocab");
-  config.ctx = count_field(fields, model, "ctx");
-  config.dim = count_field(fields, model, "dim");
-  config.layers = count_field(fields, model, "layers");
-  config.heads = count_field(fields, model, "heads");
-  config.validate();
-  return config;
+ModelSpecPtr checkpoint_model(const CheckpointReader& reader, const ModelRegistry& registry) {
+  const nlohmann::json& record =
+      metadata_fields(reader.path()).object_field(reader.metadata(), "model");
+  const auto family = record.find("family");
+  MT_CHECK(family == record.end() || family->is_string(), "checkpoint '", reader.path(),
+           "': its model's family is ", family->dump(), ", not a name");
+  TextOptions options = record_options(record);
+  try {
+    return registry.create(family == record.end() ? "gpt2" : family->get<std::string>(), options);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(detail::concat("checkpoint '", reader.path(), "': ", e.what()));
+  }
 }
 
 DataFingerprint fingerprint_tokens(const std::vector<uint16_t>& tokens) {
@@ -99,7 +112,7 @@ std::string exp_avg_sq_name(const std::string& param) { return "optimizer.exp_av
 nlohmann::json run_metadata(const TrainConfig& config, const MeshLayout& mesh,
                             const DataFingerprint& data, int64_t step, int64_t optimizer_steps) {
   return {{"step", step},
-          {"model", model_metadata(config.model)},
+          {"model", model_metadata(*config.model)},
           {"batch", config.batch},
           {"seq", config.seq},
           {"grad_accum", config.grad_accum},
@@ -118,11 +131,16 @@ void check_resumable(const nlohmann::json& metadata, const TrainConfig& config,
                      const DataFingerprint& data, const std::string& checkpoint) {
   const JsonFields fields = metadata_fields(checkpoint);
   const nlohmann::json& model = fields.object_field(metadata, "model");
-  const nlohmann::json wanted = model_metadata(config.model);
-  for (const auto& [key, value] : wanted.items()) {
-    const nlohmann::json& stored = fields.field(model, key.c_str());
-    MT_CHECK(stored == value, "--resume ", checkpoint, ": the checkpoint's model has ", key, " ",
-             stored.dump(), ", this run's has ", key, " ", value.dump(),
+  const std::string family = model.value("family", "gpt2");
+  MT_CHECK(family == config.model->family(), "--resume ", checkpoint, ": the checkpoint's model is ",
+           family, "'s, this run's ", config.model->family(), "'s; resume with the same model");
+  const TextOptions stored_model = record_options(model);
+  for (const auto& [key, value] : config.model->options()) {
+    const auto held = stored_model.find(key);
+    MT_CHECK(held != stored_model.end(), "--resume ", checkpoint, ": the checkpoint's model has no ", key,
+             ", this run's has ", key, " ", value, "; resume with the same model");
+    MT_CHECK(held->second == value, "--resume ", checkpoint, ": the checkpoint's model has ", key,
+             " ", held->second, ", this run's has ", key, " ", value,
              "; resume with the same model");
   }
   for (const auto& [key, value] : {std::pair<const char*, int64_t>{"batch", config.batch},

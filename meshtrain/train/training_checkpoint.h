@@ -14,6 +14,7 @@
 #include "meshtrain/checkpoint/checkpoint_writer.h"
 #include "meshtrain/mesh/device_mesh.h"
 #include "meshtrain/models/adamw.h"
+#include "meshtrain/models/model_registry.h"
 #include "meshtrain/parallel/parameter_source.h"
 #include "meshtrain/parallel/trainable_state.h"
 
@@ -28,9 +29,11 @@ bool is_checkpoint_path(const std::string& path);  // a folder (a checkpoint, or
 // abandoned future of the run this one restarts from an earlier step, and --resume DIR and --keep
 // would take it for this run's newest.
 void check_no_later_checkpoints(const std::string& dir, int64_t step);
-// The model as checkpoint metadata records it ({"model": ...}), and back.
-nlohmann::json model_metadata(const GPT2Config& model);
-GPT2Config checkpoint_model(const CheckpointReader& reader);
+// The model as checkpoint metadata records it ({"model": {"family": "gpt2", "vocab": "256", ...}},
+// its family and options), and back through the registry. A record without a family is GPT-2's
+// (checkpoints written before the model registry).
+nlohmann::json model_metadata(const ModelSpec& model);
+ModelSpecPtr checkpoint_model(const CheckpointReader& reader, const ModelRegistry& registry);
 
 // What the data position means: the same tokens in the same order.
 struct DataFingerprint {

@@ -73,7 +73,7 @@ inline std::vector<uint16_t> tokens_from_text(const std::string& text, int vocab
 // A quiet run of the tiny preset (vocab 64, ctx 16, 2 blocks) on prose tokens in `dir`.
 inline TrainConfig tiny_train_config(const ScratchDir& dir, int world, int64_t steps) {
   TrainConfig c;
-  c.model = gpt2_preset("tiny");
+  c.model = gpt2_model(gpt2_preset("tiny"));
   c.data_path = dir.file("tokens.bin");
   write_token_file(c.data_path, tokens_from_text(sample_prose(20), 64));
   c.steps = steps;

@@ -95,12 +95,14 @@ TEST_F(Cli, BatchNotDivisibleByWorld) {
   EXPECT_THAT(r.err, HasSubstr("--batch must divide by the data-parallel degree 3"));
 }
 
+// The model flags come from the family's declarations, checked by the registry.
 TEST_F(Cli, ModelSizesMustBePositive) {
-  for (const char* flag : {"--heads", "--dim", "--vocab", "--layers", "--ctx"}) {
+  for (const std::string option : {"heads", "dim", "vocab", "layers", "ctx"}) {
     const CliResult r =
-        run_cli(dir_, "train --data '" + tokens_ + "' " + flag + " 0 --steps 1 --quiet");
-    EXPECT_NE(r.exit_code, 0) << flag;
-    EXPECT_THAT(r.err, HasSubstr(std::string(flag) + ": expected a positive integer, got 0"));
+        run_cli(dir_, "train --data '" + tokens_ + "' --" + option + " 0 --steps 1 --quiet");
+    EXPECT_EQ(r.exit_code, 1) << option;
+    EXPECT_THAT(r.err, HasSubstr("gpt2 option " + option + " (--" + option +
+                                 ") expects an integer of at least 1, got '0'"));
   }
 }
 
@@ -110,19 +112,10 @@ TEST_F(Cli, SampleMustNotBeNegative) {
   EXPECT_THAT(r.err, HasSubstr("--sample: expected a non-negative integer, got -5"));
 }
 
-TEST_F(Cli, InitTakesTheSizesFromTheFile) {
-  for (const char* flag : {"--dim 64", "--model gpt2"}) {
-    const CliResult r = run_cli(dir_, "train --data '" + tokens_ + "' --init '" + tokens_ +
-                                          "' --heads 4 " + flag + " --steps 1 --quiet");
-    EXPECT_EQ(r.exit_code, 1) << flag;
-    EXPECT_THAT(r.err, HasSubstr("--init takes the model's sizes from the file; drop --model, "
-                                 "--vocab, --ctx, --dim and --layers"));
-  }
-}
-
-// --save records the head count: --init takes it from the file, and a different --heads is refused
-// (a Hugging Face file, which has none, needs --heads).
-TEST_F(Cli, InitTakesTheHeadCountFromASavedFile) {
+// --save records the head count: --init takes the model from the file, head count included; a
+// model flag that disagrees with the file, or a preset, is refused (a Hugging Face file, which
+// records no head count, needs --heads).
+TEST_F(Cli, InitTakesTheModelFromASavedFile) {
   const std::string saved = dir_.file("saved.safetensors");
   const std::string common = "train --data '" + tokens_ + "' --batch 4 --seq 16 --steps 1 --sample 0";
   CliResult r = run_cli(dir_, common + " --heads 2 --save '" + saved + "'");
@@ -131,9 +124,17 @@ TEST_F(Cli, InitTakesTheHeadCountFromASavedFile) {
   r = run_cli(dir_, common + " --init '" + saved + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("H=2"));
+  r = run_cli(dir_, common + " --init '" + saved + "' --heads 2 --dim 128");  // as the file says
+  EXPECT_EQ(r.exit_code, 0) << r.err;
   r = run_cli(dir_, common + " --init '" + saved + "' --heads 4");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("--heads 4 disagrees with '" + saved + "', which was saved with 2 heads"));
+  EXPECT_THAT(r.err, HasSubstr("--heads 4 disagrees with '" + saved + "', which holds heads 2"));
+  r = run_cli(dir_, common + " --init '" + saved + "' --dim 64");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--dim 64 disagrees with '" + saved + "', which holds dim 128"));
+  r = run_cli(dir_, common + " --init '" + saved + "' --model gpt2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--init takes the model from the file; drop --model"));
 }
 
 TEST_F(Cli, UnknownSubcommandAndNoSubcommand) {
@@ -266,6 +267,9 @@ TEST_F(Cli, ConvertImportsAHuggingFaceFile) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   write_hugging_face_style(saved, hf);
   const std::string imported = dir_.file("imported");
+  r = run_cli(dir_, "convert '" + hf + "' '" + imported + "'");  // the file has no head count
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("the gpt2 model needs heads (--heads)"));
   r = run_cli(dir_, "convert '" + hf + "' '" + imported + "' --heads 4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
 

@@ -26,7 +26,7 @@ double mean_loss(const std::vector<StepMetrics>& steps, size_t begin, size_t end
 // axis, so that its mixed precision applies), with the given parameter dtype.
 TrainConfig demo_config(const std::string& data_path, const std::string& param_dtype) {
   TrainConfig c;
-  c.model = gpt2_preset("demo");  // byte-level: vocab 256
+  c.model = gpt2_model(gpt2_preset("demo"));  // byte-level: vocab 256
   c.data_path = data_path;
   c.steps = 200;
   c.batch = 8;

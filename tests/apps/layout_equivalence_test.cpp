@@ -27,7 +27,7 @@ class LayoutEquivalence : public ::testing::TestWithParam<Layout> {};
 
 TrainConfig base_config(const std::string& data) {
   TrainConfig c;
-  c.model = gpt2_preset("demo");
+  c.model = gpt2_model(gpt2_preset("demo"));
   c.data_path = data;
   c.steps = 5;
   c.batch = 12;  // divides by 1, 2, 3 and 4

@@ -175,13 +175,15 @@ TEST(Resume, RefusesAChangedModelBatchOrData) {
     return message;
   };
   TrainConfig wider = c;
-  wider.model.dim = 32;
+  GPT2Config wider_model = gpt2_config(*c.model);
+  wider_model.dim = 32;
+  wider.model = gpt2_model(wider_model);
   EXPECT_THAT(refusal(wider), HasSubstr("the checkpoint's model has dim 24, this run's has dim 32"));
   TrainConfig bigger = c;
   bigger.batch = 24;
   EXPECT_THAT(refusal(bigger), HasSubstr("trained with --batch 48, this run asks for 24"));
   TrainConfig other_data = c;
-  other_data.data_path = synthetic_token_file(c.model.vocab, 5000);
+  other_data.data_path = synthetic_token_file(c.model->vocab(), 5000);
   EXPECT_THAT(refusal(other_data), HasSubstr("the data differs"));
 }
 

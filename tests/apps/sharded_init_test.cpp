@@ -18,7 +18,7 @@ namespace {
 
 void expect_bounded_init(const TrainConfig& c, const GPT2& expected) {
   int64_t largest_unit = 0;
-  for (const UnitSizes& u : gpt2_units(c.model, 1)) largest_unit = std::max(largest_unit, u.full);
+  for (const UnitSizes& u : gpt2_units(gpt2_config(*c.model), 1)) largest_unit = std::max(largest_unit, u.full);
   std::map<std::string, std::vector<float>> gathered;
   std::mutex mutex;
   with_trainers(c, [&](Trainer& trainer, MemoryTracker& memory) {
@@ -42,14 +42,14 @@ TEST(ShardedInit, FromTheSeedPeakStaysWithinTheShardsPlusOneUnit) {
     TrainConfig c = uneven_config();
     c.world = 4;
     c.mesh = parse_mesh_spec(mesh);
-    expect_bounded_init(c, GPT2(c.model, {.seed = c.seed}));
+    expect_bounded_init(c, GPT2(gpt2_config(*c.model), {.seed = c.seed}));
   }
 }
 
 TEST(ShardedInit, FromAFileReadsOnlyTheLocalSlices) {
   ScratchDir dir;
   TrainConfig c = uneven_config();
-  GPT2 file_model(c.model, {.seed = 99});  // values no seed of the run gives
+  GPT2 file_model(gpt2_config(*c.model), {.seed = 99});  // values no seed of the run gives
   save_parameters(file_model.parameters(), dir.file("init.safetensors"));
   c.init_path = dir.file("init.safetensors");
   for (const char* mesh : {"dp_shard=4", "dp_shard=2,tp=2"}) {

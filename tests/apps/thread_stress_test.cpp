@@ -23,7 +23,7 @@ int stress_runs() {
 // The demo model: its kernels split into jobs of every width up to the thread count.
 std::vector<double> losses(const testing::ScratchDir& dir, int world, int threads) {
   TrainConfig c;
-  c.model = gpt2_preset("demo");
+  c.model = gpt2_model(gpt2_preset("demo"));
   c.data_path = dir.file("tokens.bin");
   c.steps = 3;
   c.batch = 8;

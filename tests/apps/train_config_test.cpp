@@ -22,7 +22,7 @@ using ::testing::HasSubstr;
 // A config that passes validation (validate does not open the data file).
 TrainConfig valid_config() {
   TrainConfig c;
-  c.model = gpt2_preset("demo");  // ctx 64
+  c.model = gpt2_model(gpt2_preset("demo"));  // ctx 64
   c.data_path = "tokens.bin";
   c.batch = 8;
   c.seq = 64;
@@ -100,7 +100,7 @@ TEST(TrainConfig, SeqLongerThanContext) {
   TrainConfig c = valid_config();
   c.seq = 65;
   const std::string msg = validate_message(c);
-  EXPECT_THAT(msg, HasSubstr("--seq must not exceed the model's context length"));
+  EXPECT_THAT(msg, HasSubstr("--seq 65 exceeds the model's context length 64"));
   EXPECT_THAT(msg, HasSubstr("65"));
   EXPECT_THAT(msg, HasSubstr("64"));
 }
@@ -249,9 +249,9 @@ TEST(TrainConfig, ModelStateShareIsTheProductOfTheStrategiesShares) {
 // backend's overhead on the host; on GPUs only the overhead, plus the model state when offloaded.
 TEST(TrainConfig, HostMemoryEstimateCountsWhatLivesOnTheHost) {
   TrainConfig c = valid_config();  // dp_shard=4, batch 8, seq 64
-  const double params = static_cast<double>(c.model.num_parameters());
+  const double params = static_cast<double>(c.model->num_parameters());
   const double state = 16.0 * params / 4;
-  const double logits = 4.0 * (8 / 4) * 64 * static_cast<double>(c.model.vocab);
+  const double logits = 4.0 * (8 / 4) * 64 * static_cast<double>(c.model->vocab());
   const double overhead = local_rank_overhead_bytes(4);
   HostBytes host = estimate_rank_host_bytes(c);
   EXPECT_DOUBLE_EQ(host.bytes, state + logits + overhead);

@@ -163,7 +163,7 @@ TEST(FsdpState, TiedParametersMustShareAUnit) {
 
 TEST(FsdpState, OptionsThatContradictTheModeAreRefused) {
   const StrategyRegistry registry = builtin_strategies();
-  const auto refusal = [&](const StrategyOptions& options) {
+  const auto refusal = [&](const TextOptions& options) {
     return error_message<InvalidArgument>([&] { registry.create("fsdp", options); });
   };
   EXPECT_THAT(refusal({{"mode", "grad_op"}, {"reshard_after_forward", "true"}}),

@@ -76,7 +76,7 @@ TEST(CudaTraining, OffloadKeepsTheShardsOnTheHostAndMatchesTheGpuRun) {
       EXPECT_TRUE(slot.param.device().is_cpu()) << slot.name;
       EXPECT_TRUE(slot.grad.device().is_cpu()) << slot.name;
     }
-    EXPECT_TRUE(trainer.model().device().is_cuda());
+    EXPECT_TRUE(trainer.device().is_cuda());
   });
 }
 

@@ -8,6 +8,8 @@
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/models/adamw.h"
+#include "meshtrain/models/gpt2.h"
+#include "meshtrain/models/gpt2_decoder.h"
 #include "meshtrain/models/rng.h"
 #include "meshtrain/models/single_rank.h"
 #include "meshtrain/models/token_batches.h"
@@ -21,14 +23,15 @@ const GPT2Config kBytes{256, 16, 32, 1, 2};
 
 TEST(Sampling, SeededAndGreedyAreDeterministic) {
   GPT2 model(kBytes);
-  const std::string a = sample_text(model, "hello", {.count = 20, .temperature = 1.0f, .seed = 4});
+  Gpt2Decoder decoder(model);
+  const std::string a = sample_text(decoder, "hello", {.count = 20, .temperature = 1.0f, .seed = 4});
   EXPECT_EQ(a.size(), 20u);
-  EXPECT_EQ(a, sample_text(model, "hello", {.count = 20, .temperature = 1.0f, .seed = 4}));
-  EXPECT_NE(a, sample_text(model, "hello", {.count = 20, .temperature = 1.0f, .seed = 5}));
-  const std::string g = sample_text(model, "", {.count = 20, .temperature = 0.0f, .seed = 1});
-  EXPECT_EQ(g, sample_text(model, "", {.count = 20, .temperature = 0.0f, .seed = 2}));
+  EXPECT_EQ(a, sample_text(decoder, "hello", {.count = 20, .temperature = 1.0f, .seed = 4}));
+  EXPECT_NE(a, sample_text(decoder, "hello", {.count = 20, .temperature = 1.0f, .seed = 5}));
+  const std::string g = sample_text(decoder, "", {.count = 20, .temperature = 0.0f, .seed = 1});
+  EXPECT_EQ(g, sample_text(decoder, "", {.count = 20, .temperature = 0.0f, .seed = 2}));
   // Prompts longer than the context keep only the last ctx tokens.
-  const std::vector<int32_t> out = generate(model, std::vector<int32_t>(40, 'x'), {.count = 3});
+  const std::vector<int32_t> out = generate(decoder, std::vector<int32_t>(40, 'x'), {.count = 3});
   ASSERT_EQ(out.size(), 43u);
   EXPECT_EQ(out[39], 'x');
 }
@@ -107,10 +110,11 @@ const GPT2Config& kSmall = test::kSmallDecoder;
 // Inside the context the cached decoder gives the recompute algorithm's greedy tokens.
 TEST(Sampling, GreedyMatchesRecomputeInsideTheContext) {
   GPT2 model(kSmall, {.seed = 21});
+  Gpt2Decoder decoder(model);
   for (int64_t prompt : {1, 5, 15}) {
     const std::vector<int32_t> ids = test::random_ids(prompt, kSmall.vocab, 30 + prompt);
     const int64_t count = kSmall.ctx - prompt + 1;  // the last token comes from a full window
-    EXPECT_EQ(generate(model, ids, {.count = count, .temperature = 0.0f}),
+    EXPECT_EQ(generate(decoder, ids, {.count = count, .temperature = 0.0f}),
               recompute_generate(model, ids, count))
         << "prompt of " << prompt;
   }
@@ -121,12 +125,13 @@ TEST(Sampling, GreedyPastTheContextSlidesTheWindow) {
   for (const GPT2Config& config :
        {kSmall, GPT2Config{64, 7, 32, 2, 4}, GPT2Config{64, 1, 32, 1, 2}}) {
     GPT2 model(config, {.seed = 22});
+    Gpt2Decoder decoder(model);
     for (int64_t prompt : {int64_t{1}, config.ctx + 4}) {
       const std::vector<int32_t> ids = test::random_ids(prompt, config.vocab, 40 + prompt);
       const int64_t count = 3 * config.ctx + 5;
       const std::vector<int32_t> want =
           full_forward_generate(model, ids, count, 0.0f, 0, sliding_window(config.ctx));
-      EXPECT_EQ(generate(model, ids, {.count = count, .temperature = 0.0f}), want)
+      EXPECT_EQ(generate(decoder, ids, {.count = count, .temperature = 0.0f}), want)
           << config.describe() << ", prompt of " << prompt;
       if (config.ctx == 1) {  // a window of one token is the recompute algorithm's
         EXPECT_EQ(want, recompute_generate(model, ids, count));
@@ -139,14 +144,15 @@ TEST(Sampling, GreedyPastTheContextSlidesTheWindow) {
 // gives the same tokens, another seed other tokens.
 TEST(Sampling, TemperatureSamplesAreSeededDraws) {
   GPT2 model(kSmall, {.seed = 23});
+  Gpt2Decoder decoder(model);
   const std::vector<int32_t> ids = test::random_ids(4, kSmall.vocab, 50);
   const int64_t count = 2 * kSmall.ctx + 3;
   const std::vector<int32_t> a =
-      generate(model, ids, {.count = count, .temperature = 0.7f, .seed = 8});
+      generate(decoder, ids, {.count = count, .temperature = 0.7f, .seed = 8});
   EXPECT_EQ(a, full_forward_generate(model, ids, count, 0.7f, 8, sliding_window(kSmall.ctx)));
-  EXPECT_EQ(a, generate(model, ids, {.count = count, .temperature = 0.7f, .seed = 8}));
-  EXPECT_NE(a, generate(model, ids, {.count = count, .temperature = 0.7f, .seed = 9}));
-  EXPECT_EQ(generate(model, ids, {.count = 0}), ids);
+  EXPECT_EQ(a, generate(decoder, ids, {.count = count, .temperature = 0.7f, .seed = 8}));
+  EXPECT_NE(a, generate(decoder, ids, {.count = count, .temperature = 0.7f, .seed = 9}));
+  EXPECT_EQ(generate(decoder, ids, {.count = 0}), ids);
 }
 
 TEST(Sampling, LearnsARepeatingPattern) {
@@ -164,19 +170,22 @@ TEST(Sampling, LearnsARepeatingPattern) {
     backward(model, mb);
     adamw.step(slots, 1e-2f);
   }
-  EXPECT_EQ(sample_text(model, "ab", {.count = 10, .temperature = 0.0f}), "cdabcdabcd");
+  Gpt2Decoder decoder(model);  // reads the trained values
+  EXPECT_EQ(sample_text(decoder, "ab", {.count = 10, .temperature = 0.0f}), "cdabcdabcd");
 }
 
 TEST(Sampling, RejectsBadInput) {
   GPT2 model(kBytes);
-  EXPECT_THROW(generate(model, {}, {}), InvalidArgument);
-  EXPECT_THROW(generate(model, {256}, {}), InvalidArgument);
-  EXPECT_THROW(generate(model, {'a', -1}, {}), InvalidArgument);
-  EXPECT_THROW(generate(model, {1}, {.count = -1}), InvalidArgument);
-  EXPECT_THROW(generate(model, {1}, {.temperature = NAN}), InvalidArgument);
-  EXPECT_THROW(generate(model, {1}, {.temperature = -1.0f}), InvalidArgument);
+  Gpt2Decoder decoder(model);
+  EXPECT_THROW(generate(decoder, {}, {}), InvalidArgument);
+  EXPECT_THROW(generate(decoder, {256}, {}), InvalidArgument);
+  EXPECT_THROW(generate(decoder, {'a', -1}, {}), InvalidArgument);
+  EXPECT_THROW(generate(decoder, {1}, {.count = -1}), InvalidArgument);
+  EXPECT_THROW(generate(decoder, {1}, {.temperature = NAN}), InvalidArgument);
+  EXPECT_THROW(generate(decoder, {1}, {.temperature = -1.0f}), InvalidArgument);
   GPT2 tiny(gpt2_preset("tiny"));
-  EXPECT_THROW(sample_text(tiny, "x", {}), InvalidArgument);
+  Gpt2Decoder tiny_decoder(tiny);
+  EXPECT_THROW(sample_text(tiny_decoder, "x", {}), InvalidArgument);
 }
 
 }  // namespace

@@ -103,7 +103,7 @@ TEST(StrategyRegistry, RefusedValuesNameTheOptionItsFlagAndWhatWasExpected) {
   StrategyRegistry registry;
   Everything seen;
   registry.add(everything_plugin(&seen));
-  const auto refusal = [&](const StrategyOptions& options) {
+  const auto refusal = [&](const TextOptions& options) {
     return error_message<InvalidArgument>([&] { registry.create("every", options); });
   };
   EXPECT_EQ(refusal({{"flag", "yes"}}), "every option flag (--flag) expects true or false, got 'yes'");

@@ -63,7 +63,7 @@ TEST(PpStages, ClearErrors) {
 
 TEST(PpStages, InterleavedDefaultsToTwoStagesPerRank) {
   const StrategyRegistry registry = builtin_strategies();
-  const auto virtual_stages = [&](const StrategyOptions& options) {
+  const auto virtual_stages = [&](const TextOptions& options) {
     const std::unique_ptr<Strategy> pp = registry.create("pp", options);
     return dynamic_cast<const PpStrategy&>(*pp).options().virtual_stages;
   };

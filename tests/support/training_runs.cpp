@@ -44,7 +44,7 @@ std::string synthetic_token_file(int64_t vocab, int64_t count) {
 
 TrainConfig small_config(const GPT2Config& model, const std::string& data_path) {
   TrainConfig c;
-  c.model = model;
+  c.model = gpt2_model(model);
   c.data_path = data_path;
   c.steps = 10;
   c.batch = 48;
@@ -78,10 +78,10 @@ std::vector<UnitSizes> gpt2_units(const GPT2Config& c, int64_t world) {
 }
 
 RunResult run_reference(const TrainConfig& config) {
-  GPT2Options options;
-  options.seed = config.seed;
-  GPT2 model(config.model, options);
-  TokenBatches batches(read_token_file(config.data_path), config.model.vocab, config.batch,
+  const std::unique_ptr<Model> built = config.model->build(Device::cpu());
+  Model& model = *built;
+  materialize(model, *config.model->init_values(config.seed), Device::cpu());
+  TokenBatches batches(read_token_file(config.data_path), config.model->vocab(), config.batch,
                        config.seq);
   AdamWConfig adamw;
   adamw.weight_decay = config.weight_decay;

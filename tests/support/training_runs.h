@@ -35,6 +35,8 @@ struct UnitSizes {
 };
 std::vector<UnitSizes> gpt2_units(const GPT2Config& c, int64_t world);
 
+// The single-rank run of any model family (ModelSpec::build and init_values, the engine with no
+// strategy): the reference every layout is checked against.
 RunResult run_reference(const TrainConfig& config);
 RunResult run_on_mesh(const TrainConfig& config);
 

@@ -47,7 +47,7 @@ TEST_P(TpCommVolume, MatchesMegatronPerMicroBatch) {
   if (k.sp) c.set("tp", "sequence_parallel", "true");
   const int64_t rows = c.batch / k.grad_accum * c.seq;
   EXPECT_EQ(run_on_mesh(c).metrics.at(0).comm_bytes,
-            k.grad_accum * tp_bytes(c.model, k.tp, rows, c.seq, k.sp));
+            k.grad_accum * tp_bytes(gpt2_config(*c.model), k.tp, rows, c.seq, k.sp));
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, TpCommVolume,
@@ -67,7 +67,7 @@ TEST(TpCommVolume, FsdpShardsTheTpLocalPieces) {
   c.steps = 1;
   c.world = 4;
   c.mesh = parse_mesh_spec("dp_shard=2,tp=2");
-  const GPT2Config& m = c.model;
+  const GPT2Config m = gpt2_config(*c.model);
   with_trainers(c, [&](Trainer& trainer, MemoryTracker&) {
     trainer.step();
     const int t = 2, w = 2;

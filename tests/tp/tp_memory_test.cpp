@@ -39,7 +39,7 @@ TEST_P(TpMemory, ParametersAndGradientsAreTheTpPiecesOfTheShards) {
   TrainConfig c = uneven_config();
   c.world = k.world;
   c.mesh = parse_mesh_spec(k.mesh);
-  const GPT2Config& m = c.model;
+  const GPT2Config m = gpt2_config(*c.model);
   with_trainers(c, [&](Trainer& trainer, MemoryTracker& memory) {
     const int tp_rank = trainer.mesh().axis_rank(mesh_axis::tp);
     const int64_t elements = root_elements(m, k.tp, tp_rank, k.dp_shard) +

@@ -193,8 +193,8 @@ TEST(TpPlan, ExportWritesTheHuggingFaceTensors) {
     if (trainer.rank() == 0) gathered = std::move(mine);
   });
 
-  GPT2 initial(c.model, {.seed = c.seed});
-  GPT2 loaded(c.model, {.seed = c.seed + 1});
+  GPT2 initial(gpt2_config(*c.model), {.seed = c.seed});
+  GPT2 loaded(gpt2_config(*c.model), {.seed = c.seed + 1});
   load_parameters(loaded.parameters(), before);
   for (Parameter* p : initial.parameters())
     EXPECT_EQ(loaded.parameter(p->name()).value().to_vector(), p->value().to_vector()) << p->name();

@@ -1,0 +1,13 @@
+#include "meshtrain/models/builtin_models.h"
+
+#include "meshtrain/models/gpt2_family.h"
+
+namespace meshtrain {
+
+ModelRegistry builtin_models() {
+  ModelRegistry registry;
+  registry.add(gpt2_family());
+  return registry;
+}
+
+}  // namespace meshtrain
