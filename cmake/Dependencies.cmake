@@ -21,6 +21,7 @@ find_package(Threads REQUIRED)
 find_package(Boost 1.71 REQUIRED)  # Boost.Graph is header-only
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
+find_package(tomlplusplus 3 REQUIRED)  # the command line's --config files
 find_package(ZLIB REQUIRED)  # crc32 of checkpoint chunks
 # OpenBLAS, and oneDNN for bf16 GEMMs on CPUs: meshtrain_deps::openblas and meshtrain_deps::dnnl.
 include(meshtrainFindDeps)

@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev       # safetensors headers, metrics
   libcli11-dev             # the command line
+  libtomlplusplus-dev      # its --config files (TOML)
   zlib1g-dev               # CRC32 checksums of checkpoint shards
 )
 

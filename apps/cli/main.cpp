@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   // Past a file-size limit (ulimit -f) a write should fail with an error naming the file, not kill
   // the process.
   std::signal(SIGXFSZ, SIG_IGN);
-  CLI::App app{"meshtrain: train GPT-2 on a device mesh (FSDP, tensor and pipeline parallel)"};
+  CLI::App app{"meshtrain: train transformer models on a device mesh (FSDP, tensor and pipeline parallel)"};
   app.require_subcommand(1);
   meshtrain::add_train_command(app);
   meshtrain::add_prepare_command(app);

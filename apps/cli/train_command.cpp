@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "apps/cli/commands.h"
+#include "apps/cli/config_file.h"
 #include "apps/cli/declared_flags.h"
 #include "meshtrain/train/launcher.h"
 #include "meshtrain/train/run_training.h"
@@ -21,10 +22,13 @@ namespace {
 struct TrainFlags {
   TrainConfig config;
   std::string model;          // a preset; empty: "demo", or the model of the checkpoint or file
+  std::string family;         // a family whose every option the flags give, instead of a preset
   TextOptions model_options;  // the model flags given (--layers 6: "layers" -> "6")
   std::string backend = "local";
   std::string device = "cpu";
   std::string mesh;
+  std::string config_file;
+  bool print_config = false;
 };
 
 // Under mpirun every process runs this command: on the local backend each would train its own
@@ -38,29 +42,45 @@ void check_launcher(const TrainConfig& c) {
            *processes);
 }
 
-// The model: a checkpoint's (resumed or --init), a safetensors file's (--init), or a preset's,
-// the model flags given overriding its options.
+// The model: a checkpoint's (resumed or --init), a safetensors file's (--init), a preset's, or a
+// family's with every option given (--family). The model flags given override a preset's or a
+// resumed checkpoint's options (the trainer then names any difference from the checkpoint) and
+// must agree with an --init source's.
 ModelSpecPtr choose_model(const TrainFlags& f, const ModelRegistry& models) {
   const TrainConfig& c = f.config;
-  const bool init_checkpoint = !c.init_path.empty() && is_checkpoint_path(c.init_path);
-  if (!c.resume_dir.empty() || init_checkpoint) {
-    const char* flag = init_checkpoint ? "--init" : "--resume";
-    const CheckpointReader reader(find_checkpoint(init_checkpoint ? c.init_path : c.resume_dir, flag));
-    const ModelSpecPtr stored = checkpoint_model(reader, models);
-    // A resume takes the given model too, and the trainer names any difference.
-    MT_CHECK(!init_checkpoint || (f.model.empty() && f.model_options.empty()),
-             "--init takes the model from the checkpoint; drop --model and the model flags");
-    if (!f.model.empty()) return models.preset(f.model, f.model_options);
+  if (!f.model.empty() && !f.family.empty()) {
+    const std::string& family = models.family_of_preset(f.model).name;
+    MT_CHECK(family == f.family, "--model ", f.model, " is a ", family, " preset, not a ",
+             f.family, " one (--family)");
+  }
+  const auto of_family = [&](ModelSpecPtr model, const std::string& source) {
+    MT_CHECK(f.family.empty() || f.family == model->family(), "--family ", f.family,
+             " disagrees with ", source, ", which holds a ", model->family(), " model");
+    return model;
+  };
+  if (!c.init_path.empty()) {
+    MT_CHECK(f.model.empty(), "--init takes the model from '", c.init_path, "'; drop --model");
+    if (!is_checkpoint_path(c.init_path))
+      return of_family(models.from_safetensors(c.init_path, f.model_options),
+                       "'" + c.init_path + "'");
+    const CheckpointReader reader(find_checkpoint(c.init_path, "--init"));
+    const std::string source = "checkpoint '" + reader.path() + "'";
+    const ModelSpecPtr stored = of_family(checkpoint_model(reader, models), source);
+    return models.agreeing(stored->family(), stored->options(), f.model_options, source);
+  }
+  if (!f.model.empty()) return models.preset(f.model, f.model_options);
+  if (!c.resume_dir.empty()) {
+    const ModelSpecPtr stored =
+        checkpoint_model(CheckpointReader(find_checkpoint(c.resume_dir, "--resume")), models);
+    if (!f.family.empty() && f.family != stored->family())
+      return models.create(f.family, f.model_options);
     TextOptions options = f.model_options;
     const TextOptions stored_options = stored->options();
     options.insert(stored_options.begin(), stored_options.end());  // keeps the flags
     return models.create(stored->family(), options);
   }
-  if (!c.init_path.empty()) {
-    MT_CHECK(f.model.empty(), "--init takes the model from the file; drop --model");
-    return models.from_safetensors(c.init_path, f.model_options);
-  }
-  return models.preset(f.model.empty() ? "demo" : f.model, f.model_options);
+  if (!f.family.empty()) return models.create(f.family, f.model_options);
+  return models.preset("demo", f.model_options);
 }
 
 void apply(TrainFlags& f) {
@@ -83,6 +103,9 @@ void add_train_command(CLI::App& app) {
   const ModelRegistry models = builtin_models();
   cmd->add_option("--model", f->model, "model preset: " + listed(models.preset_names(), ", ") +
                                            " (default demo)");
+  cmd->add_option("--family", f->family,
+                  "model family, with every option as flags, instead of a preset: " +
+                      listed(models.names(), ", "));
   add_model_flags(cmd, models, f->model_options);
   // --timeout and --threads must be positive when given (--threads 0 would read as "not given").
   const CLI::Validator positive(
@@ -101,8 +124,8 @@ void add_train_command(CLI::App& app) {
                   "start from a safetensors file or a checkpoint's parameters (a step-N folder, "
                   "or a --checkpoint-dir folder: its newest)")
       ->check(CLI::ExistingPath);
-  cmd->add_option("--data", c.data_path, "token file (meshtrain prepare makes one)")
-      ->required()
+  cmd->add_option("--data", c.data_path,
+                  "token file (meshtrain prepare makes one); required, here or in --config")
       ->check(CLI::ExistingFile);
   cmd->add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
   cmd->add_option("--batch", c.batch, "global sequences per step")->capture_default_str();
@@ -169,8 +192,21 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str()
       ->check(non_negative);
   cmd->add_flag("--quiet", c.quiet, "print nothing but errors");
-  cmd->callback([f] {
+  cmd->add_option("--config", f->config_file,
+                  "read the settings from a TOML file (configs/demo.toml); flags given override "
+                  "it")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--print-config", f->print_config,
+                "check the run, print its effective configuration as a --config file and exit");
+  cmd->callback([f, cmd, keys = train_config_keys(models, registry)] {
+    // The file's settings fill what the command line left unset (apps/cli/config_file.h).
+    if (!f->config_file.empty()) apply_config_file(*cmd, f->config_file, keys);
     apply(*f);
+    if (f->print_config) {
+      f->config.validate();
+      std::cout << effective_config(f->config, builtin_models(), builtin_strategies());
+      return;
+    }
     // mpirun hands its ranks a terminal even when its own output is a file: plain lines there.
     const bool interactive = isatty(STDOUT_FILENO) != 0 && !mpirun_processes();
     run_training(f->config, std::cout, interactive);

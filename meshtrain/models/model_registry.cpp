@@ -77,19 +77,24 @@ ModelSpecPtr ModelRegistry::from_safetensors(const std::string& path,
            "files (", readers.empty() ? "none" : listed(readers, ", "), ")");
   MT_CHECK(matches.size() == 1, "'", path, "' reads as a model of several families (",
            listed(matches, " and "), ")");
-  const ModelFamily& f = family(matches.front());
+  return agreeing(matches.front(), std::move(*read), given, "'" + path + "'");
+}
+
+ModelSpecPtr ModelRegistry::agreeing(const std::string& name, TextOptions held,
+                                     const TextOptions& given, const std::string& source) const {
+  const ModelFamily& f = family(name);
   for (const auto& [key, value] : given) {
-    const auto held = read->find(key);
-    if (held == read->end()) {
-      read->emplace(key, value);
+    const auto it = held.find(key);
+    if (it == held.end()) {
+      held.emplace(key, value);
       continue;
     }
     const auto spec = std::find_if(f.options.begin(), f.options.end(),
                                    [&](const OptionSpec& o) { return o.name == key; });
-    MT_CHECK(held->second == value, spec == f.options.end() ? key : option_flag(f.name, *spec),
-             " ", value, " disagrees with '", path, "', which holds ", key, " ", held->second);
+    MT_CHECK(it->second == value, spec == f.options.end() ? key : option_flag(f.name, *spec), " ",
+             value, " disagrees with ", source, ", which holds ", key, " ", it->second);
   }
-  return create(f.name, *read);
+  return create(f.name, held);
 }
 
 std::vector<std::string> ModelRegistry::names() const {

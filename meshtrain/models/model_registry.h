@@ -46,6 +46,11 @@ class ModelRegistry {
   // The model a Hugging Face safetensors file holds, as the one family that recognises it reads
   // it; `given` supplies what the file does not say and must agree with what it says.
   ModelSpecPtr from_safetensors(const std::string& path, const TextOptions& given = {}) const;
+  // The model of `family` that `source` holds with options `held`, `given` supplying the options
+  // it does not hold and agreeing with those it does: "--dim 64 disagrees with <source>, which
+  // holds dim 128".
+  ModelSpecPtr agreeing(const std::string& family, TextOptions held, const TextOptions& given,
+                        const std::string& source) const;
 
   std::vector<std::string> names() const;  // the families
   const ModelFamily& family(const std::string& name) const;

@@ -28,7 +28,8 @@ std::vector<BoundStrategy> bind_strategies(const TrainConfig& config) {
   std::vector<BoundStrategy> out;
   for (const auto& [plugin, axes] : bindings) {
     const auto options = config.strategies.find(plugin);
-    out.push_back({registry.create(plugin, options == config.strategies.end()
+    out.push_back({plugin,
+                   registry.create(plugin, options == config.strategies.end()
                                                ? TextOptions{}
                                                : options->second),
                    axes});

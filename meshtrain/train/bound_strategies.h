@@ -14,6 +14,7 @@
 namespace meshtrain {
 
 struct BoundStrategy {
+  std::string plugin;  // its registered name
   std::unique_ptr<Strategy> strategy;
   std::vector<std::string> axes;  // in mesh order
 };

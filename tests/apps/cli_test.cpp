@@ -134,7 +134,7 @@ TEST_F(Cli, InitTakesTheModelFromASavedFile) {
   EXPECT_THAT(r.err, HasSubstr("--dim 64 disagrees with '" + saved + "', which holds dim 128"));
   r = run_cli(dir_, common + " --init '" + saved + "' --model gpt2");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("--init takes the model from the file; drop --model"));
+  EXPECT_THAT(r.err, HasSubstr("--init takes the model from '" + saved + "'; drop --model"));
 }
 
 TEST_F(Cli, UnknownSubcommandAndNoSubcommand) {
