@@ -249,8 +249,9 @@ void apply_config_file(CLI::App& command, const std::string& path,
   }
 }
 
-std::string effective_config(const TrainConfig& config, const ModelRegistry& models,
-                             const StrategyRegistry& plugins) {
+std::string effective_config(const TrainConfig& config, const ModelRegistry& models) {
+  MT_CHECK(config.axis_plugins.empty(), "--print-config: a file has no key for plugins bound to "
+           "axes by the program (TrainConfig::axis_plugins)");
   // Sections in the order they are first written, keys in declaration order.
   std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> file;
   const auto put = [&](const std::string& section, const std::string& key, const Value& value) {
@@ -273,7 +274,7 @@ std::string effective_config(const TrainConfig& config, const ModelRegistry& mod
   for (const FixedKey* fixed : other_keys) put_fixed(fixed);
   // The bound plugins' options, given or default: the run does not depend on today's defaults.
   for (const BoundStrategy& bound : bind_strategies(config)) {
-    const PluginInfo& plugin = plugins.plugin(bound.plugin);
+    const PluginInfo& plugin = config.plugins->plugin(bound.plugin);
     const auto given = config.strategies.find(plugin.name);
     for (const OptionSpec& option : plugin.options) {
       std::string text = option.default_value;

@@ -35,7 +35,6 @@ void apply_config_file(CLI::App& command, const std::string& path,
 
 // The configuration of the run `config` as a file that reproduces it: the model's family and
 // options, the bound plugins' options (given or default), the effective mesh.
-std::string effective_config(const TrainConfig& config, const ModelRegistry& models,
-                             const StrategyRegistry& plugins);
+std::string effective_config(const TrainConfig& config, const ModelRegistry& models);
 
 }  // namespace meshtrain

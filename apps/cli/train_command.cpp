@@ -204,7 +204,7 @@ void add_train_command(CLI::App& app) {
     apply(*f);
     if (f->print_config) {
       f->config.validate();
-      std::cout << effective_config(f->config, builtin_models(), builtin_strategies());
+      std::cout << effective_config(f->config, builtin_models());
       return;
     }
     // mpirun hands its ranks a terminal even when its own output is a file: plain lines there.

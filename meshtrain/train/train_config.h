@@ -10,6 +10,7 @@
 #include "meshtrain/models/gpt2_family.h"
 #include "meshtrain/models/lr_schedule.h"
 #include "meshtrain/parallel/strategy_registry.h"
+#include "meshtrain/plugins/builtin_strategies.h"
 
 namespace meshtrain {
 
@@ -66,6 +67,13 @@ struct TrainConfig {
   // the strategy registry reads them (meshtrain/plugins/builtin_strategies.h); unset options take the
   // plugin's defaults.
   std::map<std::string, TextOptions> strategies;
+  // The plugins the plan is built from, by name: the built-ins, or a program's registry with its
+  // own beside them.
+  std::shared_ptr<const StrategyRegistry> plugins =
+      std::make_shared<const StrategyRegistry>(builtin_strategies());
+  // Mesh axis -> the plugin of `plugins` that serves it, where not the built-in choice
+  // (plugin_for_axis: the data axes fsdp, tp tp, pp pp): {"dp_replicate", "ddp"}.
+  std::map<std::string, std::string> axis_plugins;
   int64_t sample_bytes = 200;  // text generated at the end (byte-level models); 0: none
   bool quiet = false;
 
