@@ -40,8 +40,8 @@ double timed_collective(Communicator& world, const std::function<void()>& fn) {
 CheckpointResult run_checkpoint_layout(const BenchSettings& settings, const ModeSpec& spec,
                                        const std::string& data_path, const std::string& dir,
                                        int repeats) {
-  MT_CHECK_GT(settings.steps, 0, "--steps (measured steps) must be positive");
-  MT_CHECK_GT(repeats, 0, "--repeats must be positive");
+  MT_CHECK(settings.steps > 0, "--steps (measured steps) must be positive, got ", settings.steps);
+  MT_CHECK(repeats > 0, "--repeats must be positive, got ", repeats);
   TrainConfig config = make_train_config(settings, spec, data_path);
   config.checkpoint_dir = dir;
   TrainConfig resume = config;
@@ -86,8 +86,8 @@ CheckpointResult run_checkpoint_layout(const BenchSettings& settings, const Mode
       trainer.reset();
       const double resumed =
           timed_collective(ctx.world, [&] { trainer.emplace(resume, ctx.world, ctx.memory); });
-      MT_CHECK_EQ(trainer->steps_done(), settings.warmup + settings.steps,
-                  "the resumed Trainer must continue at the saved step");
+      MT_ASSERT_EQ(trainer->steps_done(), settings.warmup + settings.steps,
+                   "the resumed Trainer must continue at the saved step");
       trainer.reset();
       if (lead) {
         fresh_s.push_back(fresh);

@@ -134,8 +134,8 @@ int main(int argc, char** argv) {
   s.batch = 8;
   const int only_threads = take_threads(argc, argv);
   parse_settings(argc, argv, s);
-  MT_CHECK_EQ(argc, 1, "unknown argument ", argc > 1 ? argv[1] : "");
-  MT_CHECK_EQ(s.world, 1, "compute_bench measures one rank: --world must be 1");
+  MT_CHECK(argc == 1, "unknown argument ", argc > 1 ? argv[1] : "");
+  MT_CHECK(s.world == 1, "compute_bench measures one rank: --world must be 1, got ", s.world);
 
   TokenCorpus corpus(s.batch * (s.seq + 1) * 4);
   const ModelSpecPtr spec = make_train_config(s, step_spec(DType::f32), corpus.path()).model;

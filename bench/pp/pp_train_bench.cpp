@@ -57,7 +57,8 @@ std::map<std::string, ScheduleResult> g_results;
 // whole layers (10 layers on 4 stages: 3,3,2,2), which would give one rank an extra block; the
 // simulator assumes equal stages, so the comparison needs balanced ones.
 std::string balanced_layers(int64_t blocks, int stages) {
-  MT_CHECK_GE(blocks, stages, "--layers (transformer blocks) must be at least pp x virtual stages");
+  MT_CHECK(blocks >= stages, "--layers (transformer blocks) must be at least pp x virtual stages (",
+           stages, "), got ", blocks);
   std::string out;
   for (int s = 0; s < stages; ++s) {
     const int64_t n =

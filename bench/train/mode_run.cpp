@@ -83,7 +83,7 @@ TrainConfig make_train_config(const BenchSettings& settings, const ModeSpec& spe
 
 ModeResult run_mode(const BenchSettings& settings, const ModeSpec& spec,
                     const std::string& data_path) {
-  MT_CHECK_GT(settings.steps, 0, "--steps (measured steps) must be positive");
+  MT_CHECK(settings.steps > 0, "--steps (measured steps) must be positive, got ", settings.steps);
   const TrainConfig config = make_train_config(settings, spec, data_path);
   std::vector<StepMetrics> measured;  // rank 0's view; every field is already reduced over ranks
   double cpu_start = 0.0, cpu_end = 0.0;

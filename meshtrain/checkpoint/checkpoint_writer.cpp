@@ -119,8 +119,9 @@ std::string save_checkpoint(Communicator& world, const std::string& dir, int64_t
   };
   std::optional<std::string> error;
   attempt(error, [&] {
-    MT_CHECK_GE(step, 0, "checkpoint steps are non-negative");
-    MT_CHECK_GE(options.keep, 0, "CheckpointSaveOptions::keep counts checkpoints (0: all)");
+    MT_CHECK(step >= 0, "checkpoint steps are non-negative, got ", step);
+    MT_CHECK(options.keep >= 0, "CheckpointSaveOptions::keep counts checkpoints (0: all), got ",
+             options.keep);
     MT_CHECK(options.chunk_bytes > 0 && options.chunk_bytes <= kMaxCheckpointChunkBytes,
              "CheckpointSaveOptions::chunk_bytes must be in [1, 1 GiB], got ", options.chunk_bytes);
   });

@@ -16,7 +16,8 @@ size_t round_up(size_t bytes, size_t step) { return (bytes + step - 1) / step * 
 }  // namespace
 
 size_t device_block_size(size_t bytes) {
-  MT_CHECK_LE(bytes, kLargestDeviceBlock, "device allocation larger than any device");
+  MT_CHECK(bytes <= kLargestDeviceBlock, "a device allocation of ", bytes,
+           " bytes is larger than any device (at most ", kLargestDeviceBlock, " bytes)");
   if (bytes < kLargeBlockMin) return round_up(bytes, kSmallBlockStep);
   // bytes lies in [p, 2p) for p = bit_floor(bytes): the classes are p, 1.25p, 1.5p, 1.75p, 2p, so
   // the waste is below p/4 <= bytes/4.
@@ -57,7 +58,7 @@ void DeviceBlockCache::close_pool(PoolId pool) noexcept {
 }
 
 void* DeviceBlockCache::allocate(PoolId pool_id, size_t bytes) {
-  MT_CHECK_GT(bytes, size_t{0}, "device blocks hold at least one byte");
+  MT_CHECK(bytes > 0, "device blocks hold at least one byte, got ", bytes);
   const size_t size = device_block_size(bytes);
   std::lock_guard lock(mutex_);
   const auto pool = pools_.find(pool_id);

@@ -4,11 +4,14 @@
 
 namespace meshtrain::detail {
 
-void throw_check_failure(const char* file, int line, const std::string& what,
-                         const std::string& message) {
+void throw_invalid_argument(const std::string& message) { throw InvalidArgument(message); }
+
+void throw_internal_error(const char* file, int line, const char* condition,
+                          const std::string& values, const std::string& message) {
   const char* base = std::strrchr(file, '/');
-  throw InvalidArgument(concat(message, " [check failed: ", what, " at ", base ? base + 1 : file,
-                               ":", line, "]"));
+  throw InternalError(concat("internal error (a bug in meshtrain; please report it): ", message,
+                             " [check failed: ", condition, values.empty() ? "" : " ", values,
+                             " at ", base ? base + 1 : file, ":", line, "]"));
 }
 
 }  // namespace meshtrain::detail

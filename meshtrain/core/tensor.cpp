@@ -12,7 +12,7 @@ namespace meshtrain {
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    MT_CHECK_GE(d, 0, "negative dimension in shape ", shape_string(shape));
+    MT_CHECK(d >= 0, "negative dimension ", d, " in shape ", shape_string(shape));
     n *= d;
   }
   return n;
@@ -78,16 +78,16 @@ Tensor Tensor::empty_pinned(const Shape& shape, DType dtype) {
 
 Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape) {
   Tensor t = empty(shape, DType::f32);
-  MT_CHECK_EQ(static_cast<int64_t>(values.size()), t.numel(), "values for shape ",
-              shape_string(shape));
+  MT_CHECK(static_cast<int64_t>(values.size()) == t.numel(), "expected ", t.numel(),
+           " values for shape ", shape_string(shape), ", got ", values.size());
   if (!values.empty()) std::memcpy(t.raw_data(), values.data(), t.nbytes());
   return t;
 }
 
 Tensor Tensor::from_vector(const std::vector<int32_t>& values, const Shape& shape) {
   Tensor t = empty(shape, DType::i32);
-  MT_CHECK_EQ(static_cast<int64_t>(values.size()), t.numel(), "values for shape ",
-              shape_string(shape));
+  MT_CHECK(static_cast<int64_t>(values.size()) == t.numel(), "expected ", t.numel(),
+           " values for shape ", shape_string(shape), ", got ", values.size());
   if (!values.empty()) std::memcpy(t.raw_data(), values.data(), t.nbytes());
   return t;
 }
@@ -130,14 +130,15 @@ Tensor Tensor::view(int64_t offset, const Shape& shape) const {
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
-  MT_CHECK_EQ(shape_numel(shape), numel_, "reshape of ", describe(), " to ", shape_string(shape));
+  MT_CHECK(shape_numel(shape) == numel_, "reshape of ", describe(), " to ", shape_string(shape),
+           ": the shape must hold its ", numel_, " elements");
   return Tensor(storage_, offset_, shape, dtype_);
 }
 
 Tensor Tensor::rows(int64_t begin, int64_t count) const {
-  MT_CHECK_GE(ndim(), 1, "rows() of a scalar");
+  MT_CHECK(ndim() >= 1, "rows() needs a tensor with dimensions, got ", describe());
   MT_CHECK(begin >= 0 && count >= 0 && begin + count <= shape_[0], "rows [", begin, ", ",
-           begin + count, ") of ", describe());
+           begin + count, ") outside ", describe());
   Shape shape = shape_;
   shape[0] = count;
   const int64_t row = shape_[0] == 0 ? 0 : numel_ / shape_[0];
@@ -148,7 +149,7 @@ void Tensor::zero_() const { device_memset_zero(device(), raw_data(), nbytes());
 
 void Tensor::copy_from(const Tensor& src) const {
   MT_CHECK(dtype_ == src.dtype_ && numel_ == src.numel_, "copy from ", src.describe(), " into ",
-           describe());
+           describe(), ": the dtypes and element counts must match");
   device_memcpy(raw_data(), device(), src.raw_data(), src.device(), nbytes());
 }
 

@@ -17,7 +17,8 @@ Shape strides_of(const Shape& shape) {
 
 void check_inside(const Tensor& t, const Shape& offset, const Shape& extent, const char* what) {
   MT_CHECK(offset.size() == extent.size() && static_cast<int>(offset.size()) == t.ndim(),
-           "copy_box: ", what, " box of rank ", offset.size(), " for ", t.describe());
+           "copy_box: the ", what, " box at ", shape_string(offset), " of extent ",
+           shape_string(extent), " must have one entry per dim of ", t.describe());
   for (size_t d = 0; d < offset.size(); ++d)
     MT_CHECK(offset[d] >= 0 && extent[d] >= 0 && offset[d] + extent[d] <= t.shape()[d],
              "copy_box: ", what, " box [", offset[d], ", ", offset[d] + extent[d], ") of dim ", d,

@@ -45,7 +45,7 @@ void for_each_box_run(const Shape& shape, const TensorSlice& box,
 }
 
 TensorSlice intersect(const TensorSlice& a, const TensorSlice& b) {
-  MT_CHECK_EQ(a.offset.size(), b.offset.size(), "intersect: boxes of different ranks");
+  MT_ASSERT_EQ(a.offset.size(), b.offset.size(), "intersect: boxes of different ranks");
   TensorSlice out{a.offset, a.shape};
   for (size_t d = 0; d < a.offset.size(); ++d) {
     const int64_t begin = std::max(a.offset[d], b.offset[d]);
@@ -63,7 +63,7 @@ void fill_from_boxes(const Tensor& local, const std::vector<LocalPiece>& pieces,
   MT_CHECK(local.device().is_cpu(), "fill_from_boxes: the local tensor must be on the host");
   int64_t covered = 0;
   for (const LocalPiece& piece : pieces) covered += shape_numel(piece.global.shape);
-  MT_CHECK_EQ(covered, local.numel(), "fill_from_boxes: the pieces do not tile the local tensor");
+  MT_ASSERT_EQ(covered, local.numel(), "fill_from_boxes: the pieces do not tile the local tensor");
   const bool one_whole_piece = pieces.size() == 1 && pieces[0].global.shape == local.shape();
   if (one_whole_piece) {
     read(pieces[0].global, local);

@@ -54,9 +54,9 @@ MeshLayout::MeshLayout(std::vector<MeshAxis> axes) : axes_(std::move(axes)) {
       throw InvalidArgument(detail::concat("mesh axis '", axis.name, "' has size ", axis.size,
                                            "; sizes must be at least 1"));
     previous = index;
-    MT_CHECK_LE(int64_t{size_} * axis.size, int64_t{1} << 24, "mesh axis '", axis.name,
-                "' of size ", axis.size,
-                " makes the mesh larger than the 2^24 ranks meshtrain supports");
+    MT_CHECK(int64_t{size_} * axis.size <= int64_t{1} << 24, "mesh axis '", axis.name,
+             "' of size ", axis.size,
+             " makes the mesh larger than the 2^24 ranks meshtrain supports");
     size_ *= axis.size;
   }
 }
@@ -130,7 +130,8 @@ std::vector<int> MeshLayout::coordinates(int rank) const {
 }
 
 int MeshLayout::rank_of(const std::vector<int>& coordinates) const {
-  MT_CHECK_EQ(coordinates.size(), axes_.size(), "coordinates for mesh ", to_string());
+  MT_CHECK(coordinates.size() == axes_.size(), "expected ", axes_.size(),
+           " coordinates for mesh ", to_string(), ", got ", coordinates.size());
   int rank = 0;
   for (int i = 0; i < ndim(); ++i) {
     MT_CHECK(coordinates[i] >= 0 && coordinates[i] < axes_[i].size, "coordinate ", coordinates[i],

@@ -46,8 +46,9 @@ std::vector<int> map_mesh_to_devices(const MeshLayout& mesh, const Topology& top
 std::optional<PathBottleneck> group_bottleneck(const Topology& topology, const MeshLayout& mesh,
                                                const std::vector<int>& device_of_rank,
                                                const std::vector<std::string>& axes) {
-  MT_CHECK_EQ(static_cast<int>(device_of_rank.size()), mesh.size(),
-              "device_of_rank must name a GPU for every rank of mesh ", mesh.to_string());
+  MT_CHECK(static_cast<int>(device_of_rank.size()) == mesh.size(),
+           "device_of_rank must name a GPU for every rank of mesh ", mesh.to_string(),
+           ": expected ", mesh.size(), " entries, got ", device_of_rank.size());
   std::optional<PathBottleneck> worst;
   for (const auto& group : mesh.groups(axes)) {
     if (group.size() < 2) continue;

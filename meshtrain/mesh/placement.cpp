@@ -10,17 +10,17 @@ Placement::Placement(Shard s) : value_(s) {
 }
 
 int Placement::shard_dim() const {
-  MT_CHECK(is_shard(), "shard_dim() of placement ", to_string());
+  MT_CHECK(is_shard(), "shard_dim() needs a Shard placement, got ", to_string());
   return std::get<Shard>(value_).dim;
 }
 
 int Placement::shard_blocks() const {
-  MT_CHECK(is_shard(), "shard_blocks() of placement ", to_string());
+  MT_CHECK(is_shard(), "shard_blocks() needs a Shard placement, got ", to_string());
   return std::get<Shard>(value_).blocks;
 }
 
 ReduceOp Placement::reduce_op() const {
-  MT_CHECK(is_partial(), "reduce_op() of placement ", to_string());
+  MT_CHECK(is_partial(), "reduce_op() needs a Partial placement, got ", to_string());
   return std::get<Partial>(value_).op;
 }
 

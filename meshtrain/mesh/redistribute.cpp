@@ -14,8 +14,8 @@ int checked_dim(const Placement& p, const Shape& global) {
     throw NotSupported("redistribute: " + p.to_string() + " is not supported; only shards of one "
                        "block are");
   const int dim = p.shard_dim();
-  MT_CHECK(dim >= 0 && dim < static_cast<int>(global.size()), p.to_string(),
-           " of a tensor of shape ", shape_string(global));
+  MT_CHECK(dim >= 0 && dim < static_cast<int>(global.size()), "redistribute: ", p.to_string(),
+           " shards dim ", dim, ", which a tensor of shape ", shape_string(global), " lacks");
   return dim;
 }
 

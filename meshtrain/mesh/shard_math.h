@@ -18,8 +18,8 @@ struct ShardRange {
 };
 
 inline int64_t shard_chunk(int64_t n, int parts) {
-  MT_CHECK_GE(n, 0, "shard_chunk: element count");
-  MT_CHECK_GE(parts, 1, "shard_chunk: shard count");
+  MT_CHECK(n >= 0, "shard_chunk: the element count must not be negative, got ", n);
+  MT_CHECK(parts >= 1, "shard_chunk: the shard count must be at least 1, got ", parts);
   return (n + parts - 1) / parts;
 }
 

@@ -129,7 +129,8 @@ void Topology::validate() const {
 }
 
 const std::string& Topology::gpu_name(int gpu) const {
-  MT_CHECK(gpu >= 0 && gpu < num_gpus(), "gpu ", gpu, " of a topology with ", num_gpus(), " GPUs");
+  MT_CHECK(gpu >= 0 && gpu < num_gpus(), "gpu ", gpu, " is outside a topology with ", num_gpus(),
+           " GPUs");
   return graph_[gpus_[gpu]].name;
 }
 
@@ -142,7 +143,7 @@ int Topology::gpu_index(std::string_view name) const {
 PathBottleneck Topology::bottleneck(int gpu_a, int gpu_b) const {
   gpu_name(gpu_a);
   gpu_name(gpu_b);
-  MT_CHECK_NE(gpu_a, gpu_b, "bottleneck between a gpu and itself");
+  MT_CHECK(gpu_a != gpu_b, "bottleneck needs two different gpus, got gpu ", gpu_a, " twice");
   const size_t n = boost::num_vertices(graph_);
   std::vector<double> width(n);
   std::vector<TopologyGraph::vertex_descriptor> pred(n);

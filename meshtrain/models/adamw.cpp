@@ -31,14 +31,15 @@ void AdamW::prepare_state(const std::vector<OptimizerSlot>& slots) {
 }
 
 void AdamW::set_steps_taken(int64_t steps) {
-  MT_CHECK_GE(steps, 0, "AdamW: a step count");
+  MT_CHECK(steps >= 0, "AdamW::set_steps_taken: a step count must not be negative, got ", steps);
   steps_ = steps;
 }
 
 void AdamW::step(const std::vector<OptimizerSlot>& slots, float lr) {
   prepare_state(slots);
-  MT_CHECK_EQ(slots.size(), state_.size(),
-              "AdamW::step: the slots must be those of the first step");
+  MT_CHECK(slots.size() == state_.size(),
+           "AdamW::step: the slots must be those of the first step: got ", slots.size(),
+           " slots, the optimizer state holds ", state_.size());
   ++steps_;
   for (size_t i = 0; i < slots.size(); ++i) {
     const OptimizerSlot& slot = slots[i];

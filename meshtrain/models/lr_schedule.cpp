@@ -17,7 +17,7 @@ void LrSchedule::validate() const {
 }
 
 float LrSchedule::at(int64_t step) const {
-  MT_CHECK_GE(step, 0, "LrSchedule::at: steps count from 0");
+  MT_CHECK(step >= 0, "LrSchedule::at: steps count from 0, got ", step);
   if (step < warmup_steps)
     return lr * static_cast<float>(step + 1) / static_cast<float>(warmup_steps);
   if (decay_steps == 0) return lr;

@@ -58,7 +58,8 @@ std::vector<int32_t> generate(Decoder& decoder, std::vector<int32_t> prompt,
 }
 
 std::string sample_text(Decoder& decoder, std::string_view prompt, const SampleOptions& options) {
-  MT_CHECK_EQ(decoder.vocab(), 256, "sample_text: needs a byte-level model (vocab 256)");
+  MT_CHECK(decoder.vocab() == 256, "sample_text: needs a byte-level model (vocab 256), got vocab ",
+           decoder.vocab());
   std::vector<int32_t> ids;
   for (unsigned char c : prompt.empty() ? std::string_view("\n") : prompt) ids.push_back(c);
   const size_t prompt_length = ids.size();

@@ -36,7 +36,7 @@ TokenBatches::TokenBatches(std::vector<uint16_t> tokens, int64_t vocab, int64_t 
 }
 
 TokenBatch TokenBatches::batch(int64_t step) const {
-  MT_CHECK_GE(step, 0, "TokenBatches::batch: steps count from 0");
+  MT_CHECK(step >= 0, "TokenBatches::batch: steps count from 0, got ", step);
   const int64_t local = local_batch(), n = num_tokens();
   std::vector<int32_t> tokens(static_cast<size_t>(local * seq_)), targets(tokens.size());
   for (int64_t i = 0; i < local; ++i) {

@@ -25,7 +25,8 @@ const char* backward_name(BackwardPart part) {
 
 Engine::Engine(Model& model, UnitPlan plan)
     : model_(model), plan_(std::move(plan)), layers_(model.layers()) {
-  MT_CHECK_EQ(layers_.size(), plan_.unit_of_layer.size(), "unit plan does not match the model");
+  MT_CHECK(layers_.size() == plan_.unit_of_layer.size(), "the unit plan is for a model of ",
+           plan_.unit_of_layer.size(), " layers, this model has ", layers_.size());
 }
 
 Engine::Engine(Model& model) : Engine(model, make_unit_plan(model, model.default_units())) {}

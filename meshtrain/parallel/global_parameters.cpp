@@ -24,7 +24,7 @@ void put_shape(std::vector<uint64_t>& out, const Shape& shape) {
 }
 
 Shape take_shape(const std::vector<uint64_t>& in, size_t& at, size_t dims) {
-  MT_CHECK_LE(at + dims, in.size(), "gather_parameters: a truncated slice description");
+  MT_ASSERT_LE(at + dims, in.size(), "gather_parameters: a truncated slice description");
   Shape shape(in.begin() + static_cast<int64_t>(at), in.begin() + static_cast<int64_t>(at + dims));
   at += dims;
   return shape;
@@ -80,7 +80,7 @@ void gather_parameters(TrainableState& state, const DeviceMesh& mesh, Model& mod
   for (const OptimizerSlot& slot : state.held_slots()) {
     if (!owns_slot(slot, mesh)) continue;
     const auto at = index_of.find(slot.name);
-    MT_CHECK(at != index_of.end(), "held slot '", slot.name, "' is no parameter of the model");
+    MT_ASSERT(at != index_of.end(), "held slot '", slot.name, "' is no parameter of the model");
     SlotPieces where = slot_pieces(slot, *all[at->second], mesh);
     SliceInfo info{at->second, std::move(where.local_shape), std::move(where.pieces)};
     const Tensor host = slot.param.on(Device::cpu());
@@ -108,7 +108,7 @@ void gather_parameters(TrainableState& state, const DeviceMesh& mesh, Model& mod
   std::vector<std::vector<std::pair<int, SliceInfo>>> slices_of(all.size());
   for (int r = 0; r < world.size(); ++r)
     for (SliceInfo& s : decode(described[r])) {
-      MT_CHECK_LT(s.param, all.size(), "rank ", r, " describes parameter ", s.param);
+      MT_ASSERT_LT(s.param, all.size(), "rank ", r, " describes parameter ", s.param);
       slices_of[s.param].push_back({r, std::move(s)});
     }
   for (size_t i = 0; i < all.size(); ++i) {
@@ -128,8 +128,8 @@ void gather_parameters(TrainableState& state, const DeviceMesh& mesh, Model& mod
       copy_local_to_global(global, local, s.pieces);
       covered += local.numel();
     }
-    MT_CHECK_EQ(covered, shape_numel(p.global_shape()), "parameter '", p.name(),
-                "': the ranks' slices do not cover it exactly once");
+    MT_ASSERT_EQ(covered, shape_numel(p.global_shape()), "parameter '", p.name(),
+                 "': the ranks' slices do not cover it exactly once");
     fn(p, global);
   }
 }

@@ -49,8 +49,9 @@ void Parameter::release_tensors() {
 }
 
 void Parameter::set_layout(Layout layout, Shape local_shape) {
-  MT_CHECK_EQ(local_shape.size(), global_shape_.size(), "parameter '", name_,
-              "': a local piece keeps the global rank ", shape_string(global_shape_));
+  MT_CHECK(local_shape.size() == global_shape_.size(), "parameter '", name_,
+           "': a local piece keeps the global rank ", shape_string(global_shape_),
+           ", got local shape ", shape_string(local_shape));
   layout_ = std::move(layout);
   shape_ = std::move(local_shape);
   release_tensors();

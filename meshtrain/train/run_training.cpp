@@ -155,8 +155,9 @@ std::vector<StepMetrics> run_training(const TrainConfig& config, std::ostream& o
       // Any error on a rank ends the whole job (MPI_Abort), reported once: its peers would
       // otherwise wait out their timeouts, and a stopped peer could block MPI_Finalize for ever.
       try {
-        MT_CHECK_EQ(world->size(), config.world,
-                    "--world must match the number of mpirun processes");
+        MT_CHECK(world->size() == config.world,
+                 "--world must match the number of mpirun processes: got --world ", config.world,
+                 " under ", world->size(), " processes");
         std::optional<TrainReporter> reporter;
         if (world->rank() == 0) reporter.emplace(config, out, interactive);
         auto steps = train_rank(config, *world, memory, reporter ? &*reporter : nullptr, fault);
@@ -173,8 +174,9 @@ std::vector<StepMetrics> run_training(const TrainConfig& config, std::ostream& o
       // One process per GPU: alone, or one of mpirun's (which only starts the processes here;
       // they meet through a file store in a directory they share).
       const int rank = mpirun_rank().value_or(0), processes = mpirun_processes().value_or(1);
-      MT_CHECK_EQ(processes, config.world,
-                  "--world must match the number of processes (mpirun -np) on the nccl backend");
+      MT_CHECK(processes == config.world,
+               "--world must match the number of processes (mpirun -np) on the nccl backend: "
+               "got --world ", config.world, " under ", processes, " processes");
       const char* shared = std::getenv("MESHTRAIN_STORE");
       MT_CHECK(shared || processes == 1, "--backend nccl with ", processes,
                " processes: set MESHTRAIN_STORE to a new, empty directory every process can "

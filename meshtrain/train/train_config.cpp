@@ -115,17 +115,18 @@ void TrainConfig::validate() const {
   MT_CHECK(model != nullptr, "TrainConfig: no model");
   lr.validate();
   MT_CHECK(!data_path.empty(), "--data: a token file is required (make one with meshtrain prepare)");
-  MT_CHECK_GT(steps, 0, "--steps must be positive");
-  MT_CHECK_GT(batch, 0, "--batch must be positive");
-  MT_CHECK_GT(seq, 0, "--seq must be positive");
+  MT_CHECK(steps > 0, "--steps must be positive, got ", steps);
+  MT_CHECK(batch > 0, "--batch must be positive, got ", batch);
+  MT_CHECK(seq > 0, "--seq must be positive, got ", seq);
   MT_CHECK(model->max_seq() == 0 || seq <= model->max_seq(), "--seq ", seq,
            " exceeds the model's context length ", model->max_seq());
-  MT_CHECK_GT(grad_accum, 0, "--grad-accum must be positive");
-  MT_CHECK_GE(weight_decay, 0.f, "--wd must not be negative");
-  MT_CHECK_GE(clip, 0.f, "--clip must not be negative");
-  MT_CHECK_GE(world, 1, "--world must be at least 1");
-  MT_CHECK_GT(timeout_s, 0, "--timeout must be positive (seconds)");
-  MT_CHECK_GE(threads, 0, "--threads must be positive (or 0: the CPUs split among the ranks)");
+  MT_CHECK(grad_accum > 0, "--grad-accum must be positive, got ", grad_accum);
+  MT_CHECK(weight_decay >= 0.f, "--wd must not be negative, got ", weight_decay);
+  MT_CHECK(clip >= 0.f, "--clip must not be negative, got ", clip);
+  MT_CHECK(world >= 1, "--world must be at least 1, got ", world);
+  MT_CHECK(timeout_s > 0, "--timeout must be positive (seconds), got ", timeout_s);
+  MT_CHECK(threads >= 0, "--threads must be positive (or 0: the CPUs split among the ranks), got ",
+           threads);
   check_range(threads, ops::cpu::kMaxCpuThreads, "--threads");
   check_range(batch, int64_t{1} << 24, "--batch");
   check_range(steps, int64_t{1} << 40, "--steps");
@@ -145,9 +146,10 @@ void TrainConfig::validate() const {
   check_output_is_not_input(metrics_path, "--metrics", save_path, "the --save file");
   check_output_folder(trace_dir, "--trace", 0.0);
   check_output_folder(checkpoint_dir, "--checkpoint-dir", 12.0 * params);
-  MT_CHECK_GE(checkpoint_every, 0, "--checkpoint-every must not be negative");
-  MT_CHECK_GE(keep, 0, "--keep must not be negative");
-  MT_CHECK_GE(sample_bytes, 0, "--sample must not be negative (0: no sample)");
+  MT_CHECK(checkpoint_every >= 0, "--checkpoint-every must not be negative, got ",
+           checkpoint_every);
+  MT_CHECK(keep >= 0, "--keep must not be negative, got ", keep);
+  MT_CHECK(sample_bytes >= 0, "--sample must not be negative (0: no sample), got ", sample_bytes);
   check_range(sample_bytes, int64_t{1} << 20, "--sample");  // printed only once it is complete
   MT_CHECK(!checkpoint_dir.empty() || (checkpoint_every == 0 && keep == 0),
            "--checkpoint-every and --keep need --checkpoint-dir");
@@ -156,9 +158,10 @@ void TrainConfig::validate() const {
   const MeshLayout layout = effective_mesh();
   layout.check_world_size(world);
   const int64_t dp = layout.span_size(mesh_axis::dp);
-  MT_CHECK_EQ(batch % dp, 0, "--batch must divide by the data-parallel degree ", dp);
-  MT_CHECK_EQ((batch / dp) % grad_accum, 0, "--batch / data-parallel degree (", batch / dp,
-              ") must divide by --grad-accum");
+  MT_CHECK(batch % dp == 0, "--batch must divide by the data-parallel degree ", dp, ", got ",
+           batch);
+  MT_CHECK((batch / dp) % grad_accum == 0, "--batch / data-parallel degree (", batch / dp,
+           ") must divide by --grad-accum ", grad_accum);
   MT_CHECK(device == DeviceKind::cpu || backend != BackendKind::mpi,
            "--device cuda runs on the local backend (ranks as threads sharing the GPUs) or the "
            "nccl backend (a process per GPU); --backend mpi moves host buffers");

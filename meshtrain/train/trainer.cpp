@@ -88,8 +88,8 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
   if (!config_.resume_dir.empty()) {
     restore_optimizer(*checkpoint, *parallel_.state, optimizer_, *mesh_, *model_);
     step_ = checkpoint->step();
-    MT_CHECK_LE(step_, config_.steps, "--resume ", checkpoint->path(),
-                ": the checkpoint is past --steps (the run's total)");
+    MT_CHECK(step_ <= config_.steps, "--resume ", checkpoint->path(), ": the checkpoint (step ",
+             step_, ") is past --steps ", config_.steps, " (the run's total)");
     resumed_from_ = checkpoint->path();
   }
 
@@ -241,7 +241,9 @@ std::string Trainer::save_checkpoint(const std::function<void(const std::string&
 }
 
 std::string Trainer::sample(int64_t bytes, uint64_t seed) {
-  MT_CHECK_EQ(config_.model->vocab(), 256, "sampling text needs a byte-level model (vocab 256)");
+  MT_CHECK(config_.model->vocab() == 256,
+           "sampling text needs a byte-level model (vocab 256), got vocab ",
+           config_.model->vocab());
   // Rank 0 gathers a whole copy on the host, where the decoders run.
   std::unique_ptr<Model> whole;
   std::map<std::string, Parameter*> by_name;

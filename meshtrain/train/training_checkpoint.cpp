@@ -52,7 +52,7 @@ std::map<std::string, const Parameter*> by_name(Model& model) {
 const Parameter& parameter_of(const OptimizerSlot& slot,
                               const std::map<std::string, const Parameter*>& params) {
   const auto it = params.find(slot.name);
-  MT_CHECK(it != params.end(), "slot '", slot.name, "' is no parameter of the model");
+  MT_ASSERT(it != params.end(), "slot '", slot.name, "' is no parameter of the model");
   return *it->second;
 }
 

@@ -140,7 +140,8 @@ TEST(ScheduleGenerators, RejectsWhatTheyDoNotSupport) {
   expect_error<InvalidArgument>([] { make_schedule(ScheduleKind::interleaved, 4, 8, 1); },
                                 "at least 2 virtual stages");
   expect_error<InvalidArgument>([] { make_schedule(ScheduleKind::interleaved, 4, 3, 2); },
-                                "(3 vs 4)", "at least as many micro-batches as pipeline ranks");
+                                "at least as many micro-batches as pipeline ranks",
+                                "got 3 micro-batches for 4 ranks");
   expect_error<InvalidArgument>([] { make_schedule(ScheduleKind::zb_h1, 4, 8, 2); },
                                 "zb-h1 runs one stage per rank");
   expect_error<InvalidArgument>([] { make_schedule(ScheduleKind::gpipe, 0, 8); },

@@ -105,8 +105,8 @@ WorkPtr Communicator::all_gather_into(const Tensor& out, const Tensor& in) {
   require(CommOp::all_gather);
   check_placement(out, in, "all_gather", Crossing::host_in);
   check_same_dtype(in, out, "all_gather");
-  MT_CHECK_EQ(out.numel(), in.numel() * size(), "all_gather: out must hold world size (", size(),
-              ") times in's elements");
+  MT_CHECK(out.numel() == in.numel() * size(), "all_gather: out must hold world size (", size(),
+           ") times in's ", in.numel(), " elements, got ", out.numel());
   const uint64_t moved = in.nbytes() * static_cast<uint64_t>(size() - 1);
   count(CommOp::all_gather, moved, moved);
   const Issue at = issue();
@@ -117,8 +117,8 @@ WorkPtr Communicator::reduce_scatter_into(const Tensor& out, const Tensor& in, R
   require(CommOp::reduce_scatter);
   check_placement(out, in, "reduce_scatter", Crossing::host_out);
   check_same_dtype(in, out, "reduce_scatter");
-  MT_CHECK_EQ(in.numel(), out.numel() * size(), "reduce_scatter: in must hold world size (",
-              size(), ") times out's elements");
+  MT_CHECK(in.numel() == out.numel() * size(), "reduce_scatter: in must hold world size (",
+           size(), ") times out's ", out.numel(), " elements, got ", in.numel());
   const uint64_t moved = out.nbytes() * static_cast<uint64_t>(size() - 1);
   count(CommOp::reduce_scatter, moved, moved);
   const Issue at = issue();
@@ -175,8 +175,8 @@ std::vector<WorkPtr> Communicator::batch_p2p(const std::vector<P2POp>& ops) {
   }
   const Issue at = issue();
   std::vector<WorkPtr> works = do_batch_p2p(ops);
-  MT_CHECK_EQ(works.size(), ops.size(), "the ", backend_name(),
-              " backend's batch_p2p must return one Work per op");
+  MT_ASSERT_EQ(works.size(), ops.size(), "the ", backend_name(),
+               " backend's batch_p2p must return one Work per op");
   if (at.recorder)
     for (size_t i = 0; i < ops.size(); ++i)
       traced(at,
@@ -189,9 +189,10 @@ WorkPtr Communicator::all_to_all(const Tensor& out, const Tensor& in) {
   require(CommOp::all_to_all);
   check_placement(out, in, "all_to_all", Crossing::none);
   check_same_dtype(in, out, "all_to_all");
-  MT_CHECK_EQ(in.numel(), out.numel(), "all_to_all: in and out sizes");
-  MT_CHECK_EQ(in.numel() % size(), 0, "all_to_all: elements must divide by the group size ",
-              size());
+  MT_CHECK(in.numel() == out.numel(), "all_to_all: in and out must hold as many elements, got ",
+           in.numel(), " and ", out.numel());
+  MT_CHECK(in.numel() % size() == 0, "all_to_all: elements must divide by the group size ",
+           size(), ", got ", in.numel());
   const uint64_t moved = in.nbytes() / size() * static_cast<uint64_t>(size() - 1);
   count(CommOp::all_to_all, moved, moved);
   const Issue at = issue();
@@ -206,7 +207,7 @@ WorkPtr Communicator::barrier() {
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key, std::string name) {
-  MT_CHECK_GE(color, 0, "split: colors must be non-negative");
+  MT_CHECK(color >= 0, "split: colors must be non-negative, got ", color);
   // Learn every rank's (color, key) with one all-gather on this communicator.
   const Device device = exchange_device();
   const Tensor mine = Tensor::from_vector(std::vector<int32_t>{color, key}, {2}).on(device);

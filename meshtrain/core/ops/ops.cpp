@@ -193,7 +193,7 @@ void linear_forward(const Tensor& out, const Tensor& in, const Tensor& weight, c
   args.compute("weight", weight);
   args.compute("out", out);
   const bool has_bias = args.optional_compute("bias", bias);
-  MT_CHECK_GE(in.ndim(), 1, "linear_forward: in must be [..., in], got ", in.describe());
+  MT_CHECK(in.ndim() >= 1, "linear_forward: in must be [..., in], got ", in.describe());
   const int64_t in_features = in.dim(-1);
   args.shape("weight", weight, "[in, out]", {in_features, kAny});
   const int64_t out_features = weight.dim(1);
@@ -431,7 +431,7 @@ void adamw_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   args.numel("grad", grad, "the elements of param", param.numel());
   args.numel("exp_avg", exp_avg, "the elements of param", param.numel());
   args.numel("exp_avg_sq", exp_avg_sq, "the elements of param", param.numel());
-  MT_CHECK_GE(step, 1, "adamw_step: step counts from 1");
+  MT_CHECK(step >= 1, "adamw_step: step counts from 1, got ", step);
   MT_CHECK(hyper.lr >= 0.0f, "adamw_step: lr must be >= 0, got ", hyper.lr);
   MT_CHECK(hyper.beta1 >= 0.0f && hyper.beta1 < 1.0f, "adamw_step: beta1 must be in [0, 1), got ",
            hyper.beta1);

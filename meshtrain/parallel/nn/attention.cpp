@@ -7,7 +7,7 @@
 namespace meshtrain::nn {
 
 Attention::Attention(int heads) : heads_(heads), local_heads_(heads) {
-  MT_CHECK_GT(heads, 0, "Attention needs at least one head");
+  MT_CHECK(heads > 0, "Attention needs at least one head, got ", heads);
 }
 
 void Attention::check_parallel(TpStyle style, int tp) const {

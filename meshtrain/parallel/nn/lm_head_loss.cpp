@@ -21,8 +21,8 @@ void LmHeadLoss::parallelize(TpStyle style, const TpSetup& setup) {
 }
 
 Tensor LmHeadLoss::logits(const Tensor& x) {
-  MT_CHECK_EQ(tp_.size(), 1, "LmHeadLoss::logits materialises [rows, V]: only without tensor "
-              "parallelism (gather the model first)");
+  MT_CHECK(tp_.size() == 1, "LmHeadLoss::logits materialises [rows, V]: only without tensor "
+           "parallelism (gather the model first); got tensor parallelism of ", tp_.size());
   const Tensor& wte = wte_->value();
   Tensor out = activation_like(wte, {x.dim(0), wte.dim(0)});
   ops::matmul(out, x, wte, false, true, 1.0f, 0.0f);

@@ -19,7 +19,7 @@ void TensorParallel::all_reduce(const Tensor& t) const {
 
 Tensor TensorParallel::gather_rows(const Tensor& local) const {
   if (size() == 1) return local;
-  MT_CHECK_EQ(local.ndim(), 2, "gather_rows: token rows must be [rows, C], got ", local.describe());
+  MT_CHECK(local.ndim() == 2, "gather_rows: token rows must be [rows, C], got ", local.describe());
   Tensor full = Tensor::empty({local.dim(0) * size(), local.dim(1)}, local.dtype(), local.device());
   comm->all_gather_into(full, local)->wait();
   return full;
@@ -27,8 +27,8 @@ Tensor TensorParallel::gather_rows(const Tensor& local) const {
 
 Tensor TensorParallel::reduce_scatter_rows(const Tensor& full) const {
   if (size() == 1) return full;
-  MT_CHECK_EQ(full.ndim(), 2, "reduce_scatter_rows: token rows must be [rows, C], got ",
-              full.describe());
+  MT_CHECK(full.ndim() == 2, "reduce_scatter_rows: token rows must be [rows, C], got ",
+           full.describe());
   const int64_t rows = local_rows(full.dim(0)).size;
   Tensor mine = Tensor::empty({rows, full.dim(1)}, full.dtype(), full.device());
   comm->reduce_scatter_into(mine, full, ReduceOp::sum)->wait();

@@ -24,7 +24,7 @@ std::string_view fsdp_mode_name(FsdpMode mode) {
 }
 
 std::function<std::vector<UnitSpec>(Model&)> group_units_policy(int blocks) {
-  MT_CHECK_GE(blocks, 1, "a unit needs at least one block");
+  MT_CHECK(blocks >= 1, "a unit needs at least one block, got ", blocks);
   return [blocks](Model& model) {
     std::vector<UnitSpec> grouped;
     int in_group = blocks;  // units in the last group; a full one starts the next

@@ -22,7 +22,7 @@ int FsdpRuntime::in_flight() const {
 
 void FsdpRuntime::prefetch_after(int unit, const std::vector<int>& order) {
   auto it = std::find(order.begin(), order.end(), unit);
-  MT_CHECK(it != order.end(), "FSDP unit ", unit, " is missing from the prefetch order");
+  MT_ASSERT(it != order.end(), "FSDP unit ", unit, " is missing from the prefetch order");
   for (++it; it != order.end() && in_flight() < prefetch_; ++it)
     if (units_[*it]->needs_gather()) units_[*it]->begin_unshard();
   max_in_flight_seen_ = std::max(max_in_flight_seen_, in_flight());

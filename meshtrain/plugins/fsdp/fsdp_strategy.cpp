@@ -46,7 +46,7 @@ FsdpGroups resolve_groups(DeviceMesh& mesh, const std::vector<std::string>& axes
 }  // namespace
 
 FsdpStrategy::FsdpStrategy(FsdpOptions options) : options_(options) {
-  MT_CHECK_GE(options_.prefetch, 0, "fsdp prefetch must be at least 0");
+  MT_CHECK(options_.prefetch >= 0, "fsdp prefetch must be at least 0, got ", options_.prefetch);
   MT_CHECK(options_.param_dtype != DType::i32 && options_.reduce_dtype != DType::i32,
            "fsdp param and reduce dtypes must be f32 or bf16");
   MT_CHECK(!options_.reshard_after_forward.value_or(false) || options_.mode == FsdpMode::full ||

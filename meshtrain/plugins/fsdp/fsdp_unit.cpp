@@ -72,9 +72,9 @@ FsdpUnit::FsdpUnit(std::string name, const std::vector<Parameter*>& params, Fsdp
   for (const ParamShard& s : layout_.params) {
     const Layout layout = shard_layout(s);
     const Shape shape = layout.local_shape(s.param->global_shape(), values.mesh, values.rank);
-    MT_CHECK_EQ(shape_numel(shape), s.rows_of(shard_rank(), shard_size()).size * s.row_numel,
-                "parameter '", s.param->name(), "': its shard under ", layout.to_string(),
-                " disagrees with the shard group");
+    MT_ASSERT_EQ(shape_numel(shape), s.rows_of(shard_rank(), shard_size()).size * s.row_numel,
+                 "parameter '", s.param->name(), "': its shard under ", layout.to_string(),
+                 " disagrees with the shard group");
     fill_local(values.source, *s.param, layout, values.mesh, values.rank,
                master_.view(s.offset, shape));
   }
@@ -109,8 +109,8 @@ std::string FsdpUnit::unavailable_reason() const {
 }
 
 void FsdpUnit::begin_unshard() {
-  MT_CHECK(needs_gather(), "FSDP unit '", name_, "' cannot start an all-gather while ",
-           shard_state_name(state_), gather_ ? " with one in flight" : "");
+  MT_ASSERT(needs_gather(), "FSDP unit '", name_, "' cannot start an all-gather while ",
+            shard_state_name(state_), gather_ ? " with one in flight" : "");
   MemoryCategoryScope scope(MemoryCategory::comm);
   Gather g;
   if (config_.param_dtype == DType::f32) {
@@ -158,7 +158,7 @@ Tensor FsdpUnit::assemble(const Tensor& gathered, const ParamShard& s, DType dty
 }
 
 void FsdpUnit::reshard(ShardState to) {
-  MT_CHECK(to != ShardState::unsharded, "reshard to the unsharded state");
+  MT_ASSERT(to != ShardState::unsharded, "reshard to the unsharded state");
   if (views_mode_) return;
   state_ = to;
   const std::string reason = unavailable_reason();
@@ -167,15 +167,15 @@ void FsdpUnit::reshard(ShardState to) {
 
 void FsdpUnit::prepare_grads() {
   if (views_mode_) return;
-  MT_CHECK(state_ == ShardState::unsharded, "FSDP unit '", name_, "' runs backward while ",
-           shard_state_name(state_));
+  MT_ASSERT(state_ == ShardState::unsharded, "FSDP unit '", name_, "' runs backward while ",
+            shard_state_name(state_));
   MemoryCategoryScope scope(MemoryCategory::unsharded_grad);
   for (size_t i = 0; i < layout_.params.size(); ++i) {
     Parameter& p = *layout_.params[i].param;
     const bool trainable = layout_.params[i].grad_offset >= 0;
-    MT_CHECK_EQ(p.requires_grad(), trainable, "parameter '", p.name(),
-                "' changed requires_grad after FSDP sharded it; freeze parameters before applying "
-                "the plan");
+    MT_CHECK(p.requires_grad() == trainable, "parameter '", p.name(), "' changed requires_grad to ",
+             p.requires_grad() ? "true" : "false",
+             " after FSDP sharded it; freeze parameters before applying the plan");
     if (!trainable) continue;
     if (!full_grads_[i].defined())
       full_grads_[i] = Tensor::zeros(p.shape(), config_.param_dtype, compute_device_);

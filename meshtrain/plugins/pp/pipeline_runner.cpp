@@ -87,8 +87,8 @@ std::map<int, std::vector<Action>> receives_by_sender(const Schedule& plan, int 
 
 Tensor take(std::map<Key, Tensor>& from, const Key& key, const char* what) {
   const auto it = from.find(key);
-  MT_CHECK(it != from.end(), "pipeline: ", what, " of stage ", key.first, ", micro-batch ",
-           key.second, " is missing (the schedule uses it before it exists)");
+  MT_ASSERT(it != from.end(), "pipeline: ", what, " of stage ", key.first, ", micro-batch ",
+            key.second, " is missing (the schedule uses it before it exists)");
   Tensor t = std::move(it->second);
   from.erase(it);
   return t;
@@ -96,8 +96,8 @@ Tensor take(std::map<Key, Tensor>& from, const Key& key, const char* what) {
 
 Tensor wait_for(std::map<Key, Transfer>& from, const Key& key, const char* what) {
   const auto it = from.find(key);
-  MT_CHECK(it != from.end(), "pipeline: ", what, " of stage ", key.first, ", micro-batch ",
-           key.second, " was never received (the schedule lacks its RECV)");
+  MT_ASSERT(it != from.end(), "pipeline: ", what, " of stage ", key.first, ", micro-batch ",
+            key.second, " was never received (the schedule lacks its RECV)");
   it->second.work->wait();
   Tensor t = std::move(it->second.buffer);
   from.erase(it);
@@ -148,8 +148,8 @@ double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global
   const int last_stage = plan.stages() - 1;
   const auto chunk_of = [&](int stage) {
     const auto it = std::find(placement_.stages.begin(), placement_.stages.end(), stage);
-    MT_CHECK(it != placement_.stages.end(), "pipeline: stage ", stage, " is not on pp rank ",
-             placement_.rank);
+    MT_ASSERT(it != placement_.stages.end(), "pipeline: stage ", stage, " is not on pp rank ",
+              placement_.rank);
     return static_cast<int>(it - placement_.stages.begin());
   };
   // Each stage's last action that completes gradients (B, or W when backward is split): FSDP
@@ -168,8 +168,8 @@ double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global
     const auto at = order == sender_order.end()
                         ? std::vector<Action>::const_iterator()
                         : std::find(order->second.begin(), order->second.end(), recv);
-    MT_CHECK(order != sender_order.end() && at != order->second.end(), "pipeline: pp rank ", peer,
-             " sends nothing for ", to_string(recv), " on pp rank ", placement_.rank);
+    MT_ASSERT(order != sender_order.end() && at != order->second.end(), "pipeline: pp rank ",
+              peer, " sends nothing for ", to_string(recv), " on pp rank ", placement_.rank);
     const size_t through = static_cast<size_t>(at - order->second.begin());
     for (size_t& next = posted_from[peer]; next <= through; ++next) {
       const Action& r = order->second[next];

@@ -12,7 +12,8 @@
 namespace meshtrain {
 
 PpStrategy::PpStrategy(PpOptions options) : options_(std::move(options)) {
-  MT_CHECK_GE(options_.virtual_stages, 1, "pp: virtual stages per rank must be at least 1");
+  MT_CHECK(options_.virtual_stages >= 1, "pp: virtual stages per rank must be at least 1, got ",
+           options_.virtual_stages);
 }
 
 void PpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& axes) {

@@ -113,17 +113,20 @@ std::string_view schedule_kind_name(ScheduleKind kind) {
 
 Schedule make_schedule(ScheduleKind kind, int ranks, int micro_batches, int virtual_stages) {
   const std::string_view name = schedule_kind_name(kind);
-  MT_CHECK_GE(ranks, 1, "a pipeline needs at least one rank");
-  MT_CHECK_GE(micro_batches, 1, "a step needs at least one micro-batch");
+  MT_CHECK(ranks >= 1, "a pipeline needs at least one rank, got ", ranks);
+  MT_CHECK(micro_batches >= 1, "a step needs at least one micro-batch, got ", micro_batches);
   if (kind == ScheduleKind::interleaved) {
-    MT_CHECK_GE(virtual_stages, 2,
-                "interleaved needs at least 2 virtual stages per rank (with 1 it is 1f1b)");
-    MT_CHECK_GE(micro_batches, ranks,
-                "interleaved needs at least as many micro-batches as pipeline ranks (they go "
-                "round the ranks in groups of at least one per rank)");
+    MT_CHECK(virtual_stages >= 2,
+             "interleaved needs at least 2 virtual stages per rank (with 1 it is 1f1b), got ",
+             virtual_stages);
+    MT_CHECK(micro_batches >= ranks,
+             "interleaved needs at least as many micro-batches as pipeline ranks (they go round "
+             "the ranks in groups of at least one per rank), got ", micro_batches,
+             " micro-batches for ", ranks, " ranks");
   } else {
-    MT_CHECK_EQ(virtual_stages, 1, name,
-                " runs one stage per rank; only interleaved takes virtual stages");
+    MT_CHECK(virtual_stages == 1, name,
+             " runs one stage per rank; only interleaved takes virtual stages, got ",
+             virtual_stages);
   }
   // Each (stage, micro-batch) pair is a forward, a backward and up to four transfers; the
   // simulator and the checks walk them all. Past this the schedule would take gigabytes.

@@ -24,8 +24,9 @@ void check_costs(const Costs& c) {
   for (const double cost : {c.forward, c.backward_input, c.backward_weight})
     MT_CHECK(std::isfinite(cost) && cost >= 0, "action costs must be finite and non-negative, got ",
              c.forward, ",", c.backward_input, ",", c.backward_weight);
-  MT_CHECK_GT(c.forward + c.backward_input + c.backward_weight, 0.0,
-              "action costs must not all be zero");
+  MT_CHECK(c.forward + c.backward_input + c.backward_weight > 0.0,
+           "action costs must not all be zero, got ", c.forward, ",", c.backward_input, ",",
+           c.backward_weight);
 }
 
 }  // namespace

@@ -39,11 +39,14 @@ void for_each_placed(const Schedule& s, Fn&& fn) {
 }
 
 void check_header(const Schedule& s) {
-  MT_CHECK_GE(s.ranks, 1, "a schedule needs at least one rank");
-  MT_CHECK_GE(s.virtual_stages, 1, "a schedule needs at least one stage per rank");
-  MT_CHECK_GE(s.micro_batches, 1, "a schedule needs at least one micro-batch");
-  MT_CHECK_EQ(static_cast<int>(s.per_rank.size()), s.ranks,
-              "a schedule needs one action list per rank");
+  MT_CHECK(s.ranks >= 1, "a schedule needs at least one rank, got ", s.ranks);
+  MT_CHECK(s.virtual_stages >= 1, "a schedule needs at least one stage per rank, got ",
+           s.virtual_stages);
+  MT_CHECK(s.micro_batches >= 1, "a schedule needs at least one micro-batch, got ",
+           s.micro_batches);
+  MT_CHECK(static_cast<int>(s.per_rank.size()) == s.ranks,
+           "a schedule needs one action list per rank: ", s.ranks, " ranks, got ",
+           s.per_rank.size(), " lists");
 }
 
 void check_placement(const Schedule& s, const Placed& p) {

@@ -11,24 +11,24 @@ namespace meshtrain {
 
 std::vector<LayerSpan> partition_layers(int num_layers, int stages,
                                         const std::vector<int>& layers_per_stage) {
-  MT_CHECK_GE(stages, 1, "a pipeline needs at least one stage");
+  MT_CHECK(stages >= 1, "a pipeline needs at least one stage, got ", stages);
   MT_CHECK(num_layers >= stages, "a pipeline of ", stages, " stages needs at least as many layers; "
            "the model has ", num_layers);
   std::vector<int> counts = layers_per_stage;
   if (counts.empty())
     for (int s = 0; s < stages; ++s)
       counts.push_back((s + 1) * num_layers / stages - s * num_layers / stages);
-  MT_CHECK_EQ(static_cast<int>(counts.size()), stages, "--pp-layers gives a layer count per stage (",
-              stages, " stages = pp x virtual stages)");
+  MT_CHECK(static_cast<int>(counts.size()) == stages, "--pp-layers gives a layer count per stage (",
+           stages, " stages = pp x virtual stages), got ", counts.size(), " counts");
   std::vector<LayerSpan> spans;
   int next = 0;
   for (int count : counts) {
-    MT_CHECK_GE(count, 1, "--pp-layers: every stage needs at least one layer");
+    MT_CHECK(count >= 1, "--pp-layers: every stage needs at least one layer, got ", count);
     spans.push_back({next, next + count - 1});
     next += count;
   }
-  MT_CHECK_EQ(next, num_layers, "--pp-layers must add up to the model's layers (embedding, blocks, "
-              "head)");
+  MT_CHECK(next == num_layers, "--pp-layers must add up to the model's layers (embedding, blocks, "
+           "head): ", num_layers, ", got ", next);
   return spans;
 }
 

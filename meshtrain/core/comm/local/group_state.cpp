@@ -113,7 +113,7 @@ std::shared_ptr<Slot> GroupState::arrive(const WaitContext& ctx, const OpSignatu
 void GroupState::sync(const WaitContext& ctx, Slot& slot) {
   std::unique_lock lock(mutex_);
   const int phase = slot.reached[ctx.rank];
-  MT_CHECK_LT(phase, static_cast<int>(slot.phase_done.size()), "sync past the last phase");
+  MT_ASSERT_LT(phase, static_cast<int>(slot.phase_done.size()), "sync past the last phase");
   pass_phase_locked(ctx, slot);
   wait_locked(
       lock, ctx, [&] { return slot.phase_done[phase] == size(); },

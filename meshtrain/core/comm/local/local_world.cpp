@@ -17,8 +17,9 @@ std::vector<int> iota_ranks(int n) {
 
 LocalWorld::LocalWorld(int world_size, CommOptions options)
     : world_size_(world_size), options_(options) {
-  MT_CHECK_GE(world_size, 1, "a LocalWorld needs at least one rank");
-  MT_CHECK_GT(options.timeout.count(), 0, "CommOptions::timeout must be positive");
+  MT_CHECK(world_size >= 1, "a LocalWorld needs at least one rank, got ", world_size);
+  MT_CHECK(options.timeout.count() > 0, "CommOptions::timeout must be positive, got ",
+           options.timeout.count(), " ms");
   state_ = std::make_shared<local::WorldState>();
   world_group_ = state_->make_group("world", iota_ranks(world_size));
   issued_.assign(world_size, false);
@@ -44,7 +45,8 @@ void set_local_op_delay(Communicator& comm, CommOp op, std::chrono::microseconds
   auto* local = dynamic_cast<local::LocalCommunicator*>(&comm);
   MT_CHECK(local != nullptr, "set_local_op_delay: group '", comm.name(), "' is on the ",
            comm.backend_name(), " backend, not local");
-  MT_CHECK_GE(delay.count(), 0, "set_local_op_delay: the delay must not be negative");
+  MT_CHECK(delay.count() >= 0, "set_local_op_delay: the delay must not be negative, got ",
+           delay.count(), " us");
   local->group_state().set_op_delay(op, delay);
 }
 

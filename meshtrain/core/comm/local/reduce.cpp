@@ -62,7 +62,7 @@ void reduce_typed(T* dst, const void* const* srcs, int count, int64_t n, ReduceO
 
 void reduce_into(void* dst, const void* const* srcs, int count, int64_t n, DType dtype,
                  ReduceOp op) {
-  MT_CHECK_GE(count, 1, "reduce_into needs at least one source");
+  MT_ASSERT_GE(count, 1, "reduce_into needs at least one source");
   switch (dtype) {
     case DType::f32: return reduce_typed(static_cast<float*>(dst), srcs, count, n, op);
     case DType::bf16: return reduce_typed(static_cast<BF16*>(dst), srcs, count, n, op);

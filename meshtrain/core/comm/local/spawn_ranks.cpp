@@ -58,7 +58,7 @@ class FailureLog {
 
 void spawn_ranks(int world_size, const std::function<void(RankContext&)>& fn,
                  CommOptions options) {
-  MT_CHECK_GE(world_size, 1, "spawn_ranks needs at least one rank");
+  MT_CHECK(world_size >= 1, "spawn_ranks needs at least one rank, got ", world_size);
   // The ranks split the caller's CPU threads; the count is per thread, so each rank thread sets it
   // for itself.
   const int rank_cpu_threads = std::max(1, ops::cpu::cpu_threads() / world_size);

@@ -33,7 +33,7 @@ void check_reduction(DType dtype, ReduceOp op, std::string_view what) {
 }
 
 void convert_into(const Tensor& dst, const Tensor& src) {
-  MT_CHECK_EQ(dst.numel(), src.numel(), "convert_into: element counts");
+  MT_ASSERT_EQ(dst.numel(), src.numel(), "convert_into: element counts");
   const int64_t n = src.numel();
   if (dst.dtype() == src.dtype()) {
     dst.reshape({n}).copy_from(src.reshape({n}));
@@ -65,8 +65,8 @@ bool overlaps(const Tensor& a, const Tensor& b) {
 }
 
 int mpi_count(int64_t elements, std::string_view what) {
-  MT_CHECK_LE(elements, static_cast<int64_t>(INT_MAX), what,
-              ": the mpi backend moves at most INT_MAX elements per rank and op");
+  MT_CHECK(elements <= static_cast<int64_t>(INT_MAX), what,
+           ": the mpi backend moves at most INT_MAX elements per rank and op, got ", elements);
   return static_cast<int>(elements);
 }
 

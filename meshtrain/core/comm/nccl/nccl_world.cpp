@@ -33,7 +33,7 @@ ncclUniqueId share_unique_id(Store& store, int rank, std::chrono::milliseconds t
 
 std::unique_ptr<Communicator> nccl_world(Store& store, int rank, int world_size, int device_index,
                                          CommOptions options) {
-  MT_CHECK_GE(world_size, 1, "nccl_world: world size");
+  MT_CHECK(world_size >= 1, "nccl_world: the world size must be at least 1, got ", world_size);
   MT_CHECK(rank >= 0 && rank < world_size, "nccl_world: rank ", rank, " outside a world of ",
            world_size);
   const int devices = cuda_device_count();

@@ -89,8 +89,8 @@ const Gemm& cached_gemm(const GemmKey& key) {
 void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                const BF16* a, int64_t lda, const BF16* b, int64_t ldb, float beta, void* c,
                DType c_dtype, int64_t ldc, const BF16* bias) {
-  MT_CHECK(c_dtype == DType::bf16 || c_dtype == DType::f32,
-           "bf16_gemm writes bf16 or f32, got ", dtype_name(c_dtype));
+  MT_ASSERT(c_dtype == DType::bf16 || c_dtype == DType::f32, "bf16_gemm writes bf16 or f32, got ",
+            dtype_name(c_dtype));
   if (m == 0 || n == 0) return;
   const size_t c_size = dtype_size(c_dtype);
   for_gemm_blocks(m, n, k, [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {

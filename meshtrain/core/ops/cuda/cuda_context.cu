@@ -41,7 +41,7 @@ cublasHandle_t cublas_handle() {
 }
 
 void use_device(const Tensor& t) {
-  MT_CHECK(t.device().is_cuda(), "CUDA kernel called with ", t.describe());
+  MT_ASSERT(t.device().is_cuda(), "CUDA kernel called with ", t.describe());
   MT_CUDA_CHECK(cudaSetDevice(t.device().index));
 }
 

@@ -53,8 +53,8 @@ void gemm(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, float alp
     });
     return;
   }
-  MT_CHECK(a.dtype == b.dtype, "gemm: a and b must share a dtype, got ", dtype_name(a.dtype),
-           " and ", dtype_name(b.dtype));
+  MT_ASSERT(a.dtype == b.dtype, "gemm: a and b must share a dtype, got ", dtype_name(a.dtype),
+            " and ", dtype_name(b.dtype));
   MT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
       cublas_handle(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
       as_int(n, "n"), as_int(m, "m"), as_int(k, "k"), &alpha, b.data, cuda_type(b.dtype),
