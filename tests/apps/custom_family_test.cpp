@@ -147,5 +147,32 @@ TEST(CustomFamily, ResumeWithAnotherFamilyIsRefused) {
               HasSubstr("the checkpoint's model is mlp_lm's, this run's gpt2's"));
 }
 
+// A run that asks for a sample says why it has none: a family without a decoder, or a model that is
+// not byte-level.
+TEST(CustomFamily, AFamilyWithoutADecoderSaysItSamplesNothing) {
+  ScratchDir dir;
+  ModelRegistry models = registry_with_mlp();
+  TrainConfig c = mlp_config(dir, models);
+  c.steps = 1;
+  c.world = 1;
+  c.mesh = MeshLayout();
+  c.checkpoint_dir.clear();
+  c.checkpoint_every = 0;
+  c.save_path.clear();
+  c.sample_bytes = 16;
+  c.quiet = false;
+  c.model = models.create("mlp_lm", {{"vocab", "256"}, {"dim", "8"}, {"blocks", "1"}});
+  c.data_path = synthetic_token_file(256, 4096);
+  std::ostringstream out;
+  run_training(c, out, false);
+  EXPECT_THAT(out.str(), HasSubstr("no sample: the mlp_lm family has no decoder\n"));
+  c.model = models.preset("mlp-tiny");
+  c.data_path = synthetic_token_file(64, 4096);
+  std::ostringstream small;
+  run_training(c, small, false);
+  EXPECT_THAT(small.str(), HasSubstr("no sample: sampling text needs a byte-level model (vocab "
+                                     "256), this one has vocab 64 (--sample 0: none)\n"));
+}
+
 }  // namespace
 }  // namespace meshtrain::testing
