@@ -11,7 +11,9 @@ install(TARGETS meshtrain_library ${_meshtrain_libraries} EXPORT meshtrainTarget
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS meshtrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/meshtrain/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/meshtrain
-        FILES_MATCHING PATTERN "*.h" PATTERN "*.inc")
+        FILES_MATCHING PATTERN "*.h" PATTERN "*.inc"
+        # The command line's own headers use CLI11; its API is command_line.h alone.
+        REGEX "cli/(commands|config_file|declared_flags)\\.h$" EXCLUDE)
 install(FILES ${PROJECT_BINARY_DIR}/generated/meshtrain/config.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/meshtrain)
 install(EXPORT meshtrainTargets NAMESPACE meshtrain:: DESTINATION ${MESHTRAIN_PACKAGE_DIR})

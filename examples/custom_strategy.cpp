@@ -4,13 +4,18 @@
 //
 // A strategy is applied once per plan and changes what it owns: here it keeps every parameter
 // whole on each rank (WholeParameters, what the optimizer steps) and adds a hook that sums the
-// gradients over its axis when backward has finished.
+// gradients over its axis when backward has finished. The program then runs meshtrain's own
+// command line with its registry, so that a configuration file reaches the plugin by name.
+#include <unistd.h>
+
+#include <meshtrain/cli/command_line.h>
 #include <meshtrain/core/comm/communicator.h>
 #include <meshtrain/core/comm/local/spawn_ranks.h>
 #include <meshtrain/core/comm/work.h>
 #include <meshtrain/core/error.h>
 #include <meshtrain/mesh/device_mesh.h>
 #include <meshtrain/models/adamw.h>
+#include <meshtrain/models/builtin_models.h>
 #include <meshtrain/models/gpt2.h>
 #include <meshtrain/models/gpt2_init.h>
 #include <meshtrain/models/token_batches.h>
@@ -21,6 +26,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -155,6 +163,60 @@ std::vector<double> train(int world, const std::vector<MeshAxis>& axes,
   return losses;
 }
 
+// The plugin by name from a configuration file, as `meshtrain train --config` reads it: this
+// program's command line is meshtrain's, run with its registry (meshtrain/cli/command_line.h).
+// `[mesh] axis_plugins` binds ddp to dp_replicate, `[ddp]` holds its declared option.
+int meshtrain_command(const std::vector<std::string>& args) {
+  const Registries registries{builtin_models(), strategies()};
+  std::vector<const char*> argv{"custom_strategy"};
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  return run_command_line(static_cast<int>(argv.size()), argv.data(), registries);
+}
+
+std::vector<double> metrics_losses(const std::string& path) {
+  std::vector<double> losses;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    losses.push_back(std::strtod(line.c_str() + line.find("\"loss\":") + 7, nullptr));
+  return losses;
+}
+
+bool trains_from_a_config_file() {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("meshtrain_custom_strategy_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string text = (dir / "corpus.txt").string(), tokens = (dir / "tokens.bin").string();
+  {
+    std::ofstream corpus(text);
+    for (int i = 0; i < 100; ++i)
+      corpus << "A user's plugin, bound to a mesh axis by a configuration file.\n";
+  }
+  if (meshtrain_command({"prepare", text, tokens}) != 0) return false;
+  const std::string config = (dir / "ddp.toml").string();
+  std::ofstream(config) << "[model]\npreset = \"tiny\"\nvocab = 256\n\n"
+                        << "[data]\npath = \"" << tokens << "\"\n\n"
+                        << "[training]\nsteps = " << kSteps << "\nbatch = " << kBatch
+                        << "\nseq = " << kSeq << "\n\n"
+                        << "[mesh]\nworld = 4\nlayout = \"dp_replicate=2,tp=2\"\n"
+                        << "axis_plugins = \"dp_replicate=ddp\"\n\n"
+                        << "[ddp]\nfused = true\n\n"
+                        << "[output]\nsample = 0\nquiet = true\n";
+  const std::string parallel = (dir / "ddp.jsonl").string(), one = (dir / "one.jsonl").string();
+  if (meshtrain_command({"train", "--config", config, "--metrics", parallel}) != 0 ||
+      meshtrain_command({"train", "--config", config, "--world", "1", "--mesh",
+                         "dp_replicate=1,tp=1", "--metrics", one}) != 0)
+    return false;
+  const std::vector<double> losses = metrics_losses(parallel), reference = metrics_losses(one);
+  bool match = losses.size() == size_t{kSteps} && reference.size() == size_t{kSteps};
+  for (size_t s = 0; match && s < losses.size(); ++s)
+    match = std::abs(losses[s] - reference[s]) <= 1e-5 * reference[s];
+  std::printf("%s through meshtrain's command line: loss %.4f -> %.4f, %s one rank's\n",
+              config.c_str(), losses.empty() ? 0.0 : losses.front(),
+              losses.empty() ? 0.0 : losses.back(), match ? "matches" : "MISMATCH with");
+  std::filesystem::remove_all(dir);
+  return match;
+}
+
 }  // namespace
 
 int main() {
@@ -177,5 +239,6 @@ int main() {
                 "rank %.1e: %s\n", fused, parallel.front(), parallel.back(), worst,
                 match ? "matches" : "MISMATCH");
   }
+  all_match = trains_from_a_config_file() && all_match;
   return all_match ? 0 : 1;
 }

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/cli/commands.h"
+#include "meshtrain/cli/commands.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/plugins/builtin_tools.h"
 

@@ -1,4 +1,4 @@
-#include "apps/cli/config_file.h"
+#include "meshtrain/cli/config_file.h"
 
 #include <charconv>
 #include <cstdio>
@@ -56,6 +56,13 @@ const std::vector<FixedKey>& fixed_keys() {
        [](auto& c) { return Value(static_cast<int64_t>(c.seed)); }},
       {{"mesh", "layout", "--mesh", Type::text},
        [](auto& c) { return Value(c.effective_mesh().to_string()); }},
+      {{"mesh", "axis_plugins", "--axis-plugins", Type::text},
+       [](const TrainConfig& c) {
+         std::string bound;
+         for (const auto& [axis, plugin] : c.axis_plugins)
+           bound += (bound.empty() ? "" : ",") + axis + "=" + plugin;
+         return unless_empty(bound);
+       }},
       {{"mesh", "world", "--world", Type::integer},
        [](auto& c) { return Value(static_cast<int64_t>(c.world)); }},
       {{"mesh", "backend", "--backend", Type::text},
@@ -207,13 +214,14 @@ void apply_config_file(CLI::App& command, const std::string& path,
   const auto at = [&](const toml::node& node) {
     return detail::concat("--config '", path, "' line ", node.source().begin.line, ": ");
   };
+  std::vector<std::string> sections;
+  for (const ConfigKey& k : keys)
+    if (sections.empty() || sections.back() != k.section) sections.push_back(k.section);
   for (const auto& [section_name, section] : file) {
     const std::string name(section_name.str());
-    std::vector<std::string> keys_here, sections;
-    for (const ConfigKey& k : keys) {
+    std::vector<std::string> keys_here;
+    for (const ConfigKey& k : keys)
       if (k.section == name) keys_here.push_back(k.key);
-      if (sections.empty() || sections.back() != k.section) sections.push_back(k.section);
-    }
     if (keys_here.empty())
       throw InvalidArgument(detail::concat(at(section), "unknown section [", name, "]; known: ",
                                            listed(sections, ", ")));
@@ -250,8 +258,6 @@ void apply_config_file(CLI::App& command, const std::string& path,
 }
 
 std::string effective_config(const TrainConfig& config, const ModelRegistry& models) {
-  MT_CHECK(config.axis_plugins.empty(), "--print-config: a file has no key for plugins bound to "
-           "axes by the program (TrainConfig::axis_plugins)");
   // Sections in the order they are first written, keys in declaration order.
   std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> file;
   const auto put = [&](const std::string& section, const std::string& key, const Value& value) {

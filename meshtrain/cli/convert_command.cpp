@@ -1,15 +1,14 @@
 #include <filesystem>
 #include <iostream>
 
-#include "apps/cli/commands.h"
-#include "apps/cli/declared_flags.h"
+#include "meshtrain/cli/commands.h"
+#include "meshtrain/cli/declared_flags.h"
 #include "meshtrain/train/training_checkpoint.h"
 #include "meshtrain/checkpoint/checkpoint_directory.h"
 #include "meshtrain/checkpoint/checkpoint_reader.h"
 #include "meshtrain/checkpoint/convert.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/models/checkpoint.h"
-#include "meshtrain/models/builtin_models.h"
 
 namespace meshtrain {
 
@@ -19,8 +18,7 @@ struct ConvertFlags {
   TextOptions model_options;  // what a safetensors file does not say (GPT-2's --heads)
 };
 
-void convert(const ConvertFlags& f) {
-  const ModelRegistry models = builtin_models();
+void convert(const ConvertFlags& f, const ModelRegistry& models) {
   if (is_checkpoint_path(f.input)) {
     const std::string checkpoint = find_checkpoint(f.input, "convert");
     // What --save writes beside the tensors (GPT-2: the head count, which the shapes do not
@@ -50,13 +48,13 @@ void convert(const ConvertFlags& f) {
 }
 }  // namespace
 
-void add_convert_command(CLI::App& app) {
+void add_convert_command(CLI::App& app, const Registries& registries) {
   auto* cmd = app.add_subcommand(
       "convert",
       "Convert a distributed checkpoint to one safetensors file (Hugging Face names), or a "
       "safetensors file to a checkpoint");
   auto f = std::make_shared<ConvertFlags>();
-  const ModelRegistry models = builtin_models();
+  const ModelRegistry& models = registries.models;
   cmd->add_option("input", f->input, "a checkpoint (step-N folder, or a folder of them) or a "
                                      "safetensors file")
       ->required()
@@ -66,7 +64,7 @@ void add_convert_command(CLI::App& app) {
       ->check(kNonEmptyPath);
   // A safetensors input's configuration where the file does not say it (GPT-2's --heads).
   add_model_flags(cmd, models, f->model_options);
-  cmd->callback([f] { convert(*f); });
+  cmd->callback([f, &models] { convert(*f, models); });
 }
 
 }  // namespace meshtrain

@@ -1,4 +1,4 @@
-#include "apps/cli/declared_flags.h"
+#include "meshtrain/cli/declared_flags.h"
 
 #include <set>
 

@@ -1,6 +1,6 @@
 #include <iostream>
 
-#include "apps/cli/commands.h"
+#include "meshtrain/cli/commands.h"
 #include "meshtrain/checkpoint/durable_files.h"
 #include "meshtrain/models/token_file.h"
 

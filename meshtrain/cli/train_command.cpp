@@ -2,18 +2,18 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <sstream>
 
-#include "apps/cli/commands.h"
-#include "apps/cli/config_file.h"
-#include "apps/cli/declared_flags.h"
+#include "meshtrain/cli/commands.h"
+#include "meshtrain/cli/config_file.h"
+#include "meshtrain/cli/declared_flags.h"
 #include "meshtrain/train/launcher.h"
 #include "meshtrain/train/run_training.h"
 #include "meshtrain/train/training_checkpoint.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/parse_integer.h"
-#include "meshtrain/models/builtin_models.h"
-#include "meshtrain/plugins/builtin_strategies.h"
 
 namespace meshtrain {
 
@@ -27,6 +27,7 @@ struct TrainFlags {
   std::string backend = "local";
   std::string device = "cpu";
   std::string mesh;
+  std::string axis_plugins;  // "axis=plugin,...": plugins that serve axes instead of the built-ins
   std::string config_file;
   bool print_config = false;
 };
@@ -83,9 +84,28 @@ ModelSpecPtr choose_model(const TrainFlags& f, const ModelRegistry& models) {
   return models.preset("demo", f.model_options);
 }
 
-void apply(TrainFlags& f) {
+// "dp_replicate=ddp,tp=tp" -> axis -> plugin. Whether each plugin and axis exists is the
+// trainer's to check (bound_strategies.h), with the registry and the mesh at hand.
+std::map<std::string, std::string> parse_axis_plugins(const std::string& text) {
+  std::map<std::string, std::string> bound;
+  std::istringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    const size_t eq = item.find('=');
+    const bool well_formed = eq != std::string::npos && eq > 0 && eq + 1 < item.size();
+    MT_CHECK(well_formed, "--axis-plugins: expected AXIS=PLUGIN items separated by commas, such as "
+             "dp_replicate=ddp; got '", item, "' in '", text, "'");
+    const std::string axis = item.substr(0, eq);
+    MT_CHECK(bound.emplace(axis, item.substr(eq + 1)).second, "--axis-plugins binds axis '", axis,
+             "' twice in '", text, "'");
+  }
+  return bound;
+}
+
+void apply(TrainFlags& f, const Registries& registries) {
   TrainConfig& c = f.config;
-  c.model = choose_model(f, builtin_models());
+  c.model = choose_model(f, registries.models);
+  c.plugins = std::make_shared<const StrategyRegistry>(registries.plugins);
+  c.axis_plugins = parse_axis_plugins(f.axis_plugins);
   c.backend = parse_backend(f.backend);
   MT_CHECK(f.device == "cpu" || f.device == "cuda", "--device: expected cpu or cuda, got '",
            f.device, "'");
@@ -96,11 +116,11 @@ void apply(TrainFlags& f) {
 
 }  // namespace
 
-void add_train_command(CLI::App& app) {
+void add_train_command(CLI::App& app, const Registries& registries) {
   auto* cmd = app.add_subcommand("train", "Train a model on a device mesh");
   auto f = std::make_shared<TrainFlags>();
   TrainConfig& c = f->config;
-  const ModelRegistry models = builtin_models();
+  const ModelRegistry& models = registries.models;
   cmd->add_option("--model", f->model, "model preset: " + listed(models.preset_names(), ", ") +
                                            " (default demo)");
   cmd->add_option("--family", f->family,
@@ -182,7 +202,11 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--mesh", f->mesh,
                   "mesh axes in the order pp, dp_replicate, dp_shard, tp, e.g. "
                   "dp_replicate=2,dp_shard=2,tp=2 (default: dp_shard=world)");
-  const StrategyRegistry registry = builtin_strategies();
+  cmd->add_option("--axis-plugins", f->axis_plugins,
+                  "plugins that serve mesh axes instead of the built-in ones, as AXIS=PLUGIN "
+                  "items separated by commas (a program's own plugins: meshtrain/cli/"
+                  "command_line.h); plugins: " + listed(registries.plugins.names(), ", "));
+  const StrategyRegistry& registry = registries.plugins;
   for (const std::string& plugin : registry.names())
     for (const OptionSpec& option : registry.plugin(plugin).options)
       add_declared_flag(cmd, plugin, option, [f, plugin, name = option.name](const std::string& v) {
@@ -198,13 +222,13 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_flag("--print-config", f->print_config,
                 "check the run, print its effective configuration as a --config file and exit");
-  cmd->callback([f, cmd, keys = train_config_keys(models, registry)] {
-    // The file's settings fill what the command line left unset (apps/cli/config_file.h).
+  cmd->callback([f, cmd, &registries, keys = train_config_keys(models, registry)] {
+    // The file's settings fill what the command line left unset (meshtrain/cli/config_file.h).
     if (!f->config_file.empty()) apply_config_file(*cmd, f->config_file, keys);
-    apply(*f);
+    apply(*f, registries);
     if (f->print_config) {
       f->config.validate();
-      std::cout << effective_config(f->config, builtin_models());
+      std::cout << effective_config(f->config, registries.models);
       return;
     }
     // mpirun hands its ranks a terminal even when its own output is a file: plain lines there.
