@@ -7,6 +7,7 @@
 #include "meshtrain/checkpoint/checkpoint_directory.h"
 #include "meshtrain/checkpoint/checkpoint_reader.h"
 #include "meshtrain/checkpoint/convert.h"
+#include "meshtrain/checkpoint/hf_config_file.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/models/checkpoint.h"
 
@@ -21,13 +22,19 @@ struct ConvertFlags {
 void convert(const ConvertFlags& f, const ModelRegistry& models) {
   if (is_checkpoint_path(f.input)) {
     const std::string checkpoint = find_checkpoint(f.input, "convert");
-    // What --save writes beside the tensors (GPT-2: the head count, which the shapes do not
-    // give); a checkpoint of no trainer run (no model in its metadata) exports without it.
-    std::map<std::string, std::string> metadata;
+    // What --save writes with the tensors (GPT-2: the head count, which the shapes do not give)
+    // and beside them (config.json); a checkpoint of no trainer run (no model in its metadata)
+    // exports without either.
+    ModelSpecPtr model;
     if (const CheckpointReader reader(checkpoint); reader.metadata().contains("model"))
-      metadata = checkpoint_model(reader, models)->safetensors_metadata();
-    checkpoint_to_safetensors(checkpoint, f.output, metadata);
+      model = checkpoint_model(reader, models);
+    if (model) check_hf_config_target(*model, f.output, "convert");
+    checkpoint_to_safetensors(checkpoint, f.output,
+                              model ? model->safetensors_metadata()
+                                    : std::map<std::string, std::string>{});
     std::cout << "wrote the parameters of " << checkpoint << " to " << f.output << "\n";
+    if (model && !write_hf_config(*model, f.output).empty())
+      std::cout << "wrote its configuration to " << hf_config_path(f.output) << "\n";
     return;
   }
   const ModelSpecPtr model = models.from_safetensors(f.input, f.model_options);

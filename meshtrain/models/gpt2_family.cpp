@@ -1,7 +1,11 @@
 #include "meshtrain/models/gpt2_family.h"
 
 #include <charconv>
+#include <filesystem>
+#include <fstream>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/models/checkpoint.h"
@@ -44,6 +48,29 @@ class Gpt2Spec : public ModelSpec {
   std::map<std::string, std::string> safetensors_metadata() const override {
     return {{"heads", std::to_string(config_.heads)}};
   }
+  std::string hf_config() const override {
+    // transformers' GPT2Config: no dropout (meshtrain trains without it), GELU's tanh form
+    // ("gelu_new"), LayerNorm eps 1e-5, the head tied to wte, the MLP 4d wide (n_inner null).
+    const nlohmann::ordered_json config = {
+        {"architectures", {"GPT2LMHeadModel"}},
+        {"model_type", "gpt2"},
+        {"vocab_size", config_.vocab},
+        {"n_positions", config_.ctx},
+        {"n_ctx", config_.ctx},
+        {"n_embd", config_.dim},
+        {"n_layer", config_.layers},
+        {"n_head", config_.heads},
+        {"n_inner", nullptr},
+        {"activation_function", "gelu_new"},
+        {"layer_norm_epsilon", 1e-5},
+        {"resid_pdrop", 0.0},
+        {"embd_pdrop", 0.0},
+        {"attn_pdrop", 0.0},
+        {"initializer_range", 0.02},
+        {"tie_word_embeddings", true},
+        {"torch_dtype", "float32"}};
+    return config.dump(2) + "\n";
+  }
   const GPT2Config& config() const { return config_; }
   std::unique_ptr<Decoder> decoder(Model& whole) const override {
     auto* gpt2 = dynamic_cast<GPT2*>(&whole);
@@ -55,8 +82,31 @@ class Gpt2Spec : public ModelSpec {
   GPT2Config config_;
 };
 
+// What the config.json beside a GPT-2 file (hf_config) says: its options by meshtrain's names,
+// none without such a file; an error when it is not GPT-2's or does not parse.
+TextOptions read_gpt2_config_json(const std::filesystem::path& path,
+                                  const std::string& safetensors_path) {
+  if (!std::filesystem::exists(path)) return {};
+  std::ifstream in(path);
+  const nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
+  MT_CHECK(config.is_object(), "'", path.string(), "' is not a JSON object");
+  const std::string type = config.value("model_type", "");
+  MT_CHECK(type == "gpt2", "'", path.string(), "' describes a model of type '", type,
+           "', but the tensors of '", safetensors_path, "' are GPT-2's; expected model_type gpt2");
+  TextOptions out;
+  for (const auto& [key, option] : {std::pair{"vocab_size", "vocab"}, {"n_positions", "ctx"},
+                                    {"n_embd", "dim"}, {"n_layer", "layers"}, {"n_head", "heads"}}) {
+    if (!config.contains(key)) continue;
+    MT_CHECK(config[key].is_number_integer(), "'", path.string(), "': ", key,
+             " must be an integer, got ", config[key].dump());
+    out[option] = std::to_string(config[key].get<int64_t>());
+  }
+  return out;
+}
+
 // The configuration a Hugging Face GPT-2 file gives: V and d from wte, T from wpe, L from the
-// blocks, H from the metadata --save writes (a Hugging Face file has none).
+// blocks, H from the config.json beside it or the metadata --save writes; the two must agree with
+// the shapes.
 std::optional<TextOptions> read_gpt2_safetensors(const std::string& path) {
   SafetensorsReader reader(path);
   TextOptions out;
@@ -88,6 +138,12 @@ std::optional<TextOptions> read_gpt2_safetensors(const std::string& path) {
   out["layers"] = std::to_string(layers);
   if (const auto heads = reader.metadata().find("heads"); heads != reader.metadata().end())
     out["heads"] = heads->second;
+  const std::filesystem::path config = std::filesystem::path(path).parent_path() / "config.json";
+  for (const auto& [option, value] : read_gpt2_config_json(config, path)) {
+    const auto [held, added] = out.emplace(option, value);
+    MT_CHECK(added || held->second == value, "'", config.string(), "' gives ", option, " ",
+             value, ", but '", path, "' holds ", option, " ", held->second);
+  }
   return out;
 }
 

@@ -46,6 +46,10 @@ class ModelSpec {
   // What an exported safetensors file records beside the tensors, so that the configuration reads
   // back from the file (GPT-2: the head count, which the shapes do not give).
   virtual std::map<std::string, std::string> safetensors_metadata() const { return {}; }
+  // Hugging Face's config.json of the model (JSON text), which an export writes beside its
+  // safetensors file so that transformers and --init read the configuration from the folder; ""
+  // when the family has none.
+  virtual std::string hf_config() const { return ""; }
   // A decoder for sampling over `whole`, a model build() made whose values are all set; nullptr
   // when the family has none.
   virtual std::unique_ptr<Decoder> decoder(Model& /*whole*/) const { return nullptr; }

@@ -10,6 +10,7 @@
 #include "meshtrain/train/reporter.h"
 #include "meshtrain/train/run_estimate.h"
 #include "meshtrain/checkpoint/durable_files.h"
+#include "meshtrain/checkpoint/hf_config_file.h"
 #include "meshtrain/core/device_memory.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/ops/cpu/cpu_threads.h"
@@ -144,6 +145,7 @@ void TrainConfig::validate() const {
     check_output_is_not_input(*output, flag, init_path, "the --init path");
   }
   check_output_is_not_input(metrics_path, "--metrics", save_path, "the --save file");
+  if (!save_path.empty()) check_hf_config_target(*model, save_path, "--save");
   check_output_folder(trace_dir, "--trace", 0.0);
   check_output_folder(checkpoint_dir, "--checkpoint-dir", 12.0 * params);
   MT_CHECK(checkpoint_every >= 0, "--checkpoint-every must not be negative, got ",

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "meshtrain/checkpoint/durable_files.h"
+#include "meshtrain/checkpoint/hf_config_file.h"
 #include "meshtrain/core/comm/gather_values.h"
 #include "meshtrain/core/comm/work.h"
 #include "meshtrain/core/device_memory.h"
@@ -227,6 +228,7 @@ void Trainer::save(const std::string& path) {
   if (!writer) return;
   writer->finish();
   file->commit();
+  write_hf_config(*config_.model, path);  // after the tensors: a folder never holds it alone
 }
 
 std::string Trainer::save_checkpoint(const std::function<void(const std::string&)>& after_file) {

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -260,7 +261,9 @@ double first_loss(const std::string& metrics) {
 // convert stores a Hugging Face file as --init CHECKPOINT reads it (the model's names, no mask
 // buffers): a run from the converted checkpoint starts from the same weights as --init FILE.
 TEST_F(Cli, ConvertImportsAHuggingFaceFile) {
-  const std::string saved = dir_.file("saved.safetensors"), hf = dir_.file("hf.safetensors");
+  const std::string saved = dir_.file("saved.safetensors");
+  std::filesystem::create_directory(dir_.file("hf"));  // a folder without config.json
+  const std::string hf = dir_.file("hf/hf.safetensors");
   const std::string common =
       "train --data '" + tokens_ + "' --batch 4 --seq 16 --steps 1 --sample 0";
   CliResult r = run_cli(dir_, common + " --save '" + saved + "'");
@@ -285,6 +288,68 @@ TEST_F(Cli, ConvertImportsAHuggingFaceFile) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("convert: '" + imported + "' already holds checkpoints (newest " +
                                imported + "/step-00000000)"));
+}
+
+// --save and convert write transformers' config.json beside the file; with it alone, a Hugging
+// Face file (no head count in its metadata) loads without model flags. A config.json that
+// disagrees with the tensors, or that an export would replace with another model's, is refused.
+TEST_F(Cli, ExportsCarryConfigJson) {
+  const std::string common =
+      "train --data '" + tokens_ + "' --batch 4 --seq 16 --steps 1 --sample 0";
+  const std::string saved = dir_.file("saved.safetensors");
+  CliResult r = run_cli(dir_, common + " --heads 2 --save '" + saved + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json config =
+      nlohmann::json::parse(testing::read_text(dir_.file("config.json")));
+  EXPECT_EQ(config.at("model_type"), "gpt2");
+  EXPECT_EQ(config.at("architectures"), nlohmann::json::array({"GPT2LMHeadModel"}));
+  EXPECT_EQ(config.at("n_head"), 2);
+  EXPECT_EQ(config.at("n_embd"), 128);
+  EXPECT_EQ(config.at("vocab_size"), 256);
+
+  std::filesystem::create_directory(dir_.file("hf"));
+  const std::string hf = dir_.file("hf/model.safetensors");
+  write_hugging_face_style(saved, hf);
+  std::filesystem::copy_file(dir_.file("config.json"), dir_.file("hf/config.json"));
+  r = run_cli(dir_, common + " --init '" + hf + "'");  // the head count from config.json
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("H=2"));
+
+  nlohmann::json wrong = config;
+  wrong["n_embd"] = 64;
+  testing::write_text(dir_.file("hf/config.json"), wrong.dump());
+  r = run_cli(dir_, common + " --init '" + hf + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  const std::string hf_config = dir_.file("hf/config.json");
+  EXPECT_THAT(r.err, HasSubstr(hf_config + "' gives dim 64, but '" + hf + "' holds dim 128"));
+  wrong = config;
+  wrong["model_type"] = "llama";
+  testing::write_text(dir_.file("hf/config.json"), wrong.dump());
+  r = run_cli(dir_, common + " --init '" + hf + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("describes a model of type 'llama', but the tensors of '" + hf +
+                               "' are GPT-2's"));
+
+  // Another model saved into the folder would replace its config.json: refused before training.
+  const std::string other = dir_.file("other.safetensors");
+  r = run_cli(dir_, common + " --heads 4 --save '" + other + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--save '" + other + "' would replace '" + dir_.file("config.json") +
+                               "', which is not this model's configuration"));
+  EXPECT_FALSE(std::filesystem::exists(other));
+  EXPECT_EQ(nlohmann::json::parse(testing::read_text(dir_.file("config.json"))), config);
+
+  // convert of a checkpoint writes it too.
+  const std::string ckpt = dir_.file("ckpt");
+  r = run_cli(dir_, common + " --heads 4 --checkpoint-dir '" + ckpt + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::filesystem::create_directory(dir_.file("export"));
+  const std::string exported = dir_.file("export/model.safetensors");
+  r = run_cli(dir_, "convert '" + ckpt + "' '" + exported + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("wrote its configuration to " + dir_.file("export/config.json")));
+  EXPECT_EQ(nlohmann::json::parse(testing::read_text(dir_.file("export/config.json"))).at("n_head"),
+            4);
 }
 
 // A checkpoint past where a run starts is another run's, or the abandoned steps of the run this
