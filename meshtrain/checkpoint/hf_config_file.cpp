@@ -9,10 +9,6 @@
 
 namespace meshtrain {
 
-std::string hf_config_path(const std::string& safetensors_path) {
-  return (std::filesystem::path(safetensors_path).parent_path() / "config.json").string();
-}
-
 void check_hf_config_target(const ModelSpec& model, const std::string& safetensors_path,
                             std::string_view what) {
   const std::string config = model.hf_config();

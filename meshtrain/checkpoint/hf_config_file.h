@@ -6,11 +6,10 @@
 #include <string>
 #include <string_view>
 
+#include "meshtrain/models/hf_config_path.h"
 #include "meshtrain/models/model_spec.h"
 
 namespace meshtrain {
-
-std::string hf_config_path(const std::string& safetensors_path);
 
 // Before a run: InvalidArgument when the folder of `safetensors_path` already holds a config.json
 // that describes another model, which the export would replace unasked (`what` names the output,

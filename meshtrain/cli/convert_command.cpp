@@ -33,8 +33,9 @@ void convert(const ConvertFlags& f, const ModelRegistry& models) {
                               model ? model->safetensors_metadata()
                                     : std::map<std::string, std::string>{});
     std::cout << "wrote the parameters of " << checkpoint << " to " << f.output << "\n";
-    if (model && !write_hf_config(*model, f.output).empty())
-      std::cout << "wrote its configuration to " << hf_config_path(f.output) << "\n";
+    if (const std::string config = model ? write_hf_config(*model, f.output) : "";
+        !config.empty())
+      std::cout << "wrote its configuration to " << config << "\n";
     return;
   }
   const ModelSpecPtr model = models.from_safetensors(f.input, f.model_options);

@@ -12,6 +12,7 @@
 #include "meshtrain/models/gpt2.h"
 #include "meshtrain/models/gpt2_decoder.h"
 #include "meshtrain/models/gpt2_init.h"
+#include "meshtrain/models/hf_config_path.h"
 
 namespace meshtrain {
 
@@ -84,20 +85,19 @@ class Gpt2Spec : public ModelSpec {
 
 // What the config.json beside a GPT-2 file (hf_config) says: its options by meshtrain's names,
 // none without such a file; an error when it is not GPT-2's or does not parse.
-TextOptions read_gpt2_config_json(const std::filesystem::path& path,
-                                  const std::string& safetensors_path) {
+TextOptions read_gpt2_config_json(const std::string& path, const std::string& safetensors_path) {
   if (!std::filesystem::exists(path)) return {};
   std::ifstream in(path);
   const nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
-  MT_CHECK(config.is_object(), "'", path.string(), "' is not a JSON object");
+  MT_CHECK(config.is_object(), "'", path, "' is not a JSON object");
   const std::string type = config.value("model_type", "");
-  MT_CHECK(type == "gpt2", "'", path.string(), "' describes a model of type '", type,
+  MT_CHECK(type == "gpt2", "'", path, "' describes a model of type '", type,
            "', but the tensors of '", safetensors_path, "' are GPT-2's; expected model_type gpt2");
   TextOptions out;
   for (const auto& [key, option] : {std::pair{"vocab_size", "vocab"}, {"n_positions", "ctx"},
                                     {"n_embd", "dim"}, {"n_layer", "layers"}, {"n_head", "heads"}}) {
     if (!config.contains(key)) continue;
-    MT_CHECK(config[key].is_number_integer(), "'", path.string(), "': ", key,
+    MT_CHECK(config[key].is_number_integer(), "'", path, "': ", key,
              " must be an integer, got ", config[key].dump());
     out[option] = std::to_string(config[key].get<int64_t>());
   }
@@ -138,10 +138,10 @@ std::optional<TextOptions> read_gpt2_safetensors(const std::string& path) {
   out["layers"] = std::to_string(layers);
   if (const auto heads = reader.metadata().find("heads"); heads != reader.metadata().end())
     out["heads"] = heads->second;
-  const std::filesystem::path config = std::filesystem::path(path).parent_path() / "config.json";
+  const std::string config = hf_config_path(path);
   for (const auto& [option, value] : read_gpt2_config_json(config, path)) {
     const auto [held, added] = out.emplace(option, value);
-    MT_CHECK(added || held->second == value, "'", config.string(), "' gives ", option, " ",
+    MT_CHECK(added || held->second == value, "'", config, "' gives ", option, " ",
              value, ", but '", path, "' holds ", option, " ", held->second);
   }
   return out;
