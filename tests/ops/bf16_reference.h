@@ -19,6 +19,13 @@ inline Tensor bf16_copy(const Tensor& t) {
   return out;
 }
 
+// A bf16 tensor widened to f32 (exactly): the values a bf16 kernel computes from.
+inline Tensor f32_copy(const Tensor& t) {
+  const Tensor out = Tensor::empty(t.shape(), DType::f32);
+  ops::cast(out, t);
+  return out;
+}
+
 // op(a)[m, k] @ op(b)[k, n] in double, from the stored (possibly transposed) layouts.
 inline std::vector<double> reference_product(const std::vector<float>& a,
                                              const std::vector<float>& b, int64_t m, int64_t k,

@@ -118,6 +118,40 @@ int64_t attention_channels(const Args& args, const Tensor& qkv, int num_heads) {
   return channels;
 }
 
+// q [B, T, H * hd] with num_heads = H, k and v [B, T, KV * hd] with num_kv_heads = KV dividing H;
+// returns hd.
+int64_t grouped_head_dim(const Args& args, const Tensor& q, const Tensor& k, const Tensor& v,
+                         int num_heads, int num_kv_heads) {
+  args.shape("q", q, "[B, T, H * hd]", {kAny, kAny, kAny});
+  MT_CHECK(num_heads >= 1 && q.dim(2) % num_heads == 0, args.op(),
+           ": num_heads must divide q's last dim H * hd = ", q.dim(2),
+           ", got num_heads = ", num_heads);
+  MT_CHECK(num_kv_heads >= 1 && num_heads % num_kv_heads == 0, args.op(),
+           ": num_kv_heads must divide num_heads = ", num_heads,
+           ", got num_kv_heads = ", num_kv_heads);
+  const int64_t head_dim = q.dim(2) / num_heads;
+  const Shape kv_shape{q.dim(0), q.dim(1), num_kv_heads * head_dim};
+  args.shape("k", k, "[B, T, KV * hd]", kv_shape);
+  args.shape("v", v, "[B, T, KV * hd]", kv_shape);
+  return head_dim;
+}
+
+// x [B, T, heads * head_dim] rotated in place: head_dim even, theta a positive base, positions
+// counted from first_position >= 0.
+void check_rotary(Args& args, const char* name, const Tensor& x, int64_t head_dim, float theta,
+                  int64_t first_position) {
+  args.compute(name, x);
+  args.shape(name, x, "[B, T, heads * head_dim]", {kAny, kAny, kAny});
+  MT_CHECK(head_dim >= 2 && head_dim % 2 == 0, args.op(), ": head_dim must be even and >= 2, got ",
+           head_dim);
+  MT_CHECK(x.dim(2) % head_dim == 0, args.op(), ": ", name,
+           " must be [B, T, heads * head_dim] with a last dim divisible by head_dim = ", head_dim,
+           ", got ", x.describe());
+  MT_CHECK(std::isfinite(theta) && theta > 0.0f, args.op(), ": theta must be finite and > 0, got ",
+           theta);
+  MT_CHECK(first_position >= 0, args.op(), ": first_position must be >= 0, got ", first_position);
+}
+
 // The first id of the vocabulary slice a rank's embedding table or logits hold.
 void check_vocab_start(const Args& args, int64_t vocab_start) {
   MT_CHECK(vocab_start >= 0, args.op(), ": vocab_start must be >= 0, got ", vocab_start);
@@ -266,6 +300,78 @@ void layernorm_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor
   MT_DISPATCH(args, layernorm_backward, d_in, d_weight, d_bias, d_out, in, weight, mean, rstd);
 }
 
+void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& in, const Tensor& weight,
+                     float eps) {
+  Args args("rmsnorm_forward");
+  args.compute("in", in);
+  args.compute("weight", weight);
+  args.compute("out", out);
+  args.of_dtype("rstd", rstd, DType::f32);
+  args.shape("weight", weight, "[C]", {kAny});
+  const int64_t channels = weight.dim(0);
+  const int64_t rows = args.rows("in", in, "[N, C]", channels);
+  args.rows_like("out", out, "[N, C] like in", rows, channels);
+  args.numel("rstd", rstd, "one value per row, N", rows);
+  MT_CHECK(eps >= 0.0f, "rmsnorm_forward: eps must be >= 0, got ", eps);
+  MT_DISPATCH(args, rmsnorm_forward, out, rstd, in, weight, eps);
+}
+
+void rmsnorm_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor& d_out,
+                      const Tensor& in, const Tensor& weight, const Tensor& rstd) {
+  Args args("rmsnorm_backward");
+  args.compute("in", in);
+  args.compute("weight", weight);
+  args.compute("d_out", d_out);
+  args.compute("d_in", d_in);
+  const bool has_d_weight = args.optional_compute("d_weight", d_weight);
+  args.of_dtype("rstd", rstd, DType::f32);
+  args.shape("weight", weight, "[C]", {kAny});
+  const int64_t channels = weight.dim(0);
+  if (has_d_weight) args.shape("d_weight", d_weight, "[C]", {channels});
+  const int64_t rows = args.rows("in", in, "[N, C]", channels);
+  args.rows_like("d_out", d_out, "[N, C] like in", rows, channels);
+  args.rows_like("d_in", d_in, "[N, C] like in", rows, channels);
+  args.numel("rstd", rstd, "one value per row, N", rows);
+  MT_DISPATCH(args, rmsnorm_backward, d_in, d_weight, d_out, in, weight, rstd);
+}
+
+void rotary_forward(const Tensor& x, int64_t head_dim, float theta, int64_t first_position) {
+  Args args("rotary_forward");
+  check_rotary(args, "x", x, head_dim, theta, first_position);
+  MT_DISPATCH(args, rotary_forward, x, head_dim, theta, first_position);
+}
+
+void rotary_backward(const Tensor& d_x, int64_t head_dim, float theta, int64_t first_position) {
+  Args args("rotary_backward");
+  check_rotary(args, "d_x", d_x, head_dim, theta, first_position);
+  MT_DISPATCH(args, rotary_backward, d_x, head_dim, theta, first_position);
+}
+
+void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up) {
+  Args args("swiglu_forward");
+  args.compute("gate", gate);
+  args.compute("up", up);
+  args.compute("out", out);
+  args.numel("up", up, "the elements of gate", gate.numel());
+  args.numel("out", out, "the elements of gate", gate.numel());
+  MT_DISPATCH(args, swiglu_forward, out, gate, up);
+}
+
+void swiglu_backward(const Tensor& d_gate, const Tensor& d_up, const Tensor& d_out,
+                     const Tensor& gate, const Tensor& up) {
+  Args args("swiglu_backward");
+  args.compute("gate", gate);
+  args.compute("up", up);
+  args.compute("d_out", d_out);
+  args.compute("d_gate", d_gate);
+  args.compute("d_up", d_up);
+  args.numel("up", up, "the elements of gate", gate.numel());
+  args.numel("d_out", d_out, "the elements of gate", gate.numel());
+  args.numel("d_gate", d_gate, "the elements of gate", gate.numel());
+  args.numel("d_up", d_up, "the elements of gate", gate.numel());
+  MT_DISPATCH(args, swiglu_backward, d_gate, d_up, d_out, gate, up);
+}
+
 void gelu_forward(const Tensor& out, const Tensor& in) {
   Args args("gelu_forward");
   args.compute("in", in);
@@ -303,6 +409,38 @@ void attention_backward(const Tensor& d_qkv, const Tensor& d_out, const Tensor& 
   args.shape("d_out", d_out, "[B, T, C]", {qkv.dim(0), qkv.dim(1), channels});
   args.shape("d_qkv", d_qkv, "[B, T, 3C] like qkv", qkv.shape());
   MT_DISPATCH(args, attention_backward, d_qkv, d_out, qkv, num_heads);
+}
+
+void grouped_attention_forward(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
+                               int num_heads, int num_kv_heads) {
+  Args args("grouped_attention_forward");
+  args.compute("q", q);
+  args.compute("k", k);
+  args.compute("v", v);
+  args.compute("out", out);
+  grouped_head_dim(args, q, k, v, num_heads, num_kv_heads);
+  args.shape("out", out, "[B, T, H * hd] like q", q.shape());
+  MT_DISPATCH(args, grouped_attention_forward, out, q, k, v, num_heads, num_kv_heads);
+}
+
+void grouped_attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v,
+                                const Tensor& d_out, const Tensor& q, const Tensor& k,
+                                const Tensor& v, int num_heads, int num_kv_heads) {
+  Args args("grouped_attention_backward");
+  args.compute("q", q);
+  args.compute("k", k);
+  args.compute("v", v);
+  args.compute("d_out", d_out);
+  args.compute("d_q", d_q);
+  args.compute("d_k", d_k);
+  args.compute("d_v", d_v);
+  grouped_head_dim(args, q, k, v, num_heads, num_kv_heads);
+  args.shape("d_out", d_out, "[B, T, H * hd] like q", q.shape());
+  args.shape("d_q", d_q, "[B, T, H * hd] like q", q.shape());
+  args.shape("d_k", d_k, "[B, T, KV * hd] like k", k.shape());
+  args.shape("d_v", d_v, "[B, T, KV * hd] like v", v.shape());
+  MT_DISPATCH(args, grouped_attention_backward, d_q, d_k, d_v, d_out, q, k, v, num_heads,
+              num_kv_heads);
 }
 
 void embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
