@@ -102,6 +102,7 @@ Type declared_type(const OptionSpec& option) {
   switch (option.type) {
     case OptionSpec::Type::boolean: return Type::boolean;
     case OptionSpec::Type::integer: return Type::integer;
+    case OptionSpec::Type::real: return Type::real;
     default: return Type::text;
   }
 }
@@ -112,6 +113,7 @@ Value typed(const OptionSpec& option, const std::string& text) {
     case Type::boolean:
     case Type::switch_flag: return text == "true";
     case Type::integer: return static_cast<int64_t>(std::stoll(text));
+    case Type::real: return std::stod(text);
     default: return text;
   }
 }

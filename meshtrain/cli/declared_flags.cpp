@@ -15,6 +15,7 @@ void add_declared_flag(CLI::App* cmd, const std::string& owner, const OptionSpec
   switch (option.type) {
     case OptionSpec::Type::boolean: values = "true|false"; break;
     case OptionSpec::Type::integer: values = "INT"; break;
+    case OptionSpec::Type::real: values = "NUM"; break;
     case OptionSpec::Type::text: values = "TEXT"; break;
     case OptionSpec::Type::choice:
       for (const std::string& choice : option.choices) values += (values.empty() ? "" : "|") + choice;

@@ -1,6 +1,9 @@
 #include "meshtrain/parallel/declared_options.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <optional>
 #include <set>
 
 #include "meshtrain/core/error.h"
@@ -9,6 +12,16 @@
 namespace meshtrain {
 
 namespace {
+// The whole text as a finite decimal number, or nothing.
+std::optional<double> parse_real(std::string_view text) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || stop != end || !std::isfinite(value))
+    return std::nullopt;
+  return value;
+}
+
 const OptionSpec* find_option(const std::vector<OptionSpec>& specs, std::string_view name) {
   const auto it = std::find_if(specs.begin(), specs.end(),
                                [&](const OptionSpec& s) { return s.name == name; });
@@ -29,6 +42,11 @@ void check_value(std::string_view owner, const OptionSpec& spec, const std::stri
     case OptionSpec::Type::integer: {
       const std::optional<int> parsed = parse_integer<int>(value);
       if (!parsed || *parsed < spec.minimum) refuse("an integer of at least ", spec.minimum);
+      return;
+    }
+    case OptionSpec::Type::real: {
+      const std::optional<double> parsed = parse_real(value);
+      if (!parsed || *parsed < spec.minimum) refuse("a number of at least ", spec.minimum);
       return;
     }
     case OptionSpec::Type::choice:
@@ -104,6 +122,10 @@ bool OptionValues::boolean(std::string_view name) const {
 
 int OptionValues::integer(std::string_view name) const {
   return *parse_integer<int>(value(name, OptionSpec::Type::integer));  // checked on the way in
+}
+
+double OptionValues::real(std::string_view name) const {
+  return *parse_real(value(name, OptionSpec::Type::real));  // checked on the way in
 }
 
 const std::string& OptionValues::text(std::string_view name) const {

@@ -18,6 +18,7 @@ struct OptionSpec {
   enum class Type {
     boolean,  // true or false
     integer,  // at least `minimum`
+    real,     // a finite decimal number of at least `minimum` (1e-5, 500000)
     choice,   // one of `choices`
     text,     // checked by its owner (a list such as "3,2,2,3")
   };
@@ -50,6 +51,7 @@ class OptionValues {
   // undeclared option, one of another type, or one with no value is a bug in the owner.
   bool boolean(std::string_view name) const;
   int integer(std::string_view name) const;
+  double real(std::string_view name) const;
   const std::string& text(std::string_view name) const;  // choice and text options
 
  private:
