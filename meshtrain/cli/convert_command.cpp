@@ -10,6 +10,7 @@
 #include "meshtrain/checkpoint/hf_config_file.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/models/checkpoint.h"
+#include "meshtrain/models/hf_config_path.h"
 
 namespace meshtrain {
 
@@ -38,11 +39,12 @@ void convert(const ConvertFlags& f, const ModelRegistry& models) {
       std::cout << "wrote its configuration to " << config << "\n";
     return;
   }
-  const ModelSpecPtr model = models.from_safetensors(f.input, f.model_options);
+  const std::string weights = hf_weights_path(f.input);
+  const ModelSpecPtr model = models.from_safetensors(weights, f.model_options);
   // The file must load into that model, as --init FILE checks; the checkpoint then holds what
   // --init CHECKPOINT reads: the model's parameter names, without the attention-mask buffers.
   const std::unique_ptr<Model> shapes = model->build(Device::cpu());
-  const SafetensorsValues loads_into_the_model(f.input, shapes->parameters());
+  const SafetensorsValues loads_into_the_model(weights, shapes->parameters());
   // --init DIR takes a folder's newest checkpoint, which would not be this step 0.
   if (std::filesystem::is_directory(f.output)) {
     const auto held = complete_checkpoints(f.output);
@@ -50,7 +52,7 @@ void convert(const ConvertFlags& f, const ModelRegistry& models) {
              held.empty() ? "" : held.back().second, "); convert into a new folder");
   }
   const std::string path = safetensors_to_checkpoint(
-      f.input, f.output, 0, {{"model", model_metadata(*model)}}, checkpoint_parameter_name);
+      weights, f.output, 0, {{"model", model_metadata(*model)}}, checkpoint_parameter_name);
   std::cout << "wrote " << path << " (" << model->describe()
             << "); start a run from it with --init " << f.output << "\n";
 }
@@ -64,7 +66,7 @@ void add_convert_command(CLI::App& app, const Registries& registries) {
   auto f = std::make_shared<ConvertFlags>();
   const ModelRegistry& models = registries.models;
   cmd->add_option("input", f->input, "a checkpoint (step-N folder, or a folder of them) or a "
-                                     "safetensors file")
+                                     "Hugging Face model (safetensors file or folder)")
       ->required()
       ->check(CLI::ExistingPath);
   cmd->add_option("output", f->output, "the safetensors file, or the folder of the new checkpoint")

@@ -14,6 +14,7 @@
 #include "meshtrain/train/training_checkpoint.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/parse_integer.h"
+#include "meshtrain/models/hf_config_path.h"
 
 namespace meshtrain {
 
@@ -62,7 +63,7 @@ ModelSpecPtr choose_model(const TrainFlags& f, const ModelRegistry& models) {
   if (!c.init_path.empty()) {
     MT_CHECK(f.model.empty(), "--init takes the model from '", c.init_path, "'; drop --model");
     if (!is_checkpoint_path(c.init_path))
-      return of_family(models.from_safetensors(c.init_path, f.model_options),
+      return of_family(models.from_safetensors(hf_weights_path(c.init_path), f.model_options),
                        "'" + c.init_path + "'");
     const CheckpointReader reader(find_checkpoint(c.init_path, "--init"));
     const std::string source = "checkpoint '" + reader.path() + "'";
@@ -141,8 +142,9 @@ void add_train_command(CLI::App& app, const Registries& registries) {
       },
       "NON-NEGATIVE");
   cmd->add_option("--init", c.init_path,
-                  "start from a safetensors file or a checkpoint's parameters (a step-N folder, "
-                  "or a --checkpoint-dir folder: its newest)")
+                  "start from a Hugging Face model (a safetensors file with config.json beside "
+                  "it, or their folder) or a checkpoint's parameters (a step-N folder, or a "
+                  "--checkpoint-dir folder: its newest)")
       ->check(CLI::ExistingPath);
   cmd->add_option("--data", c.data_path,
                   "token file (meshtrain prepare makes one); required, here or in --config")

@@ -1,4 +1,4 @@
-// The model families meshtrain ships (GPT-2), registered in a registry a program may add its own
+// The model families meshtrain ships (GPT-2 and Llama 3), registered in a registry a program may add its own
 // families to.
 #pragma once
 

@@ -33,7 +33,7 @@ GPT2::GPT2(const GPT2Config& config, const GPT2Options& options)
   }
   Parameter* ln_f_weight = add_parameter("ln_f.weight", {d});
   Parameter* ln_f_bias = add_parameter("ln_f.bias", {d});
-  head_ = std::make_unique<Gpt2Head>(ln_f_weight, ln_f_bias, wte);
+  head_ = std::make_unique<Gpt2Head>(nn::LayerNorm(ln_f_weight, ln_f_bias), "ln_f", wte);
 
   if (!options.materialize) return;
   for (auto& p : params_) {

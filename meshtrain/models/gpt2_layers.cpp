@@ -2,36 +2,9 @@
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/ops/ops.h"
+#include "meshtrain/models/layer_checks.h"
 
 namespace meshtrain {
-
-namespace {
-// The micro-batch's sequences and their length, from its tokens.
-std::pair<int64_t, int64_t> batch_and_seq(const MicroBatch& mb, const std::string& layer) {
-  MT_CHECK(mb.tokens.defined() && mb.tokens.ndim() == 2,
-           layer, ": mb.tokens must be [b, T], got ",
-           mb.tokens.defined() ? mb.tokens.describe() : "undefined");
-  return {mb.tokens.dim(0), mb.tokens.dim(1)};
-}
-
-void expect_hidden(const Tensor& hidden, const std::string& layer, const char* what) {
-  MT_CHECK(hidden.defined() && hidden.ndim() == 2, layer, ": mb.hidden must be ", what,
-           " [rows, d], got ", hidden.defined() ? hidden.describe() : "undefined");
-}
-
-// [this rank's token rows of mb, width]: all rows, or its share under sequence parallelism.
-Shape token_rows(const MicroBatch& mb, const nn::TensorParallel& tp, int64_t width,
-                 const std::string& layer) {
-  const auto [batch, seq] = batch_and_seq(mb, layer);
-  return {tp.local_rows(batch * seq).size, width};
-}
-
-std::vector<Parameter*> concat(std::initializer_list<std::vector<Parameter*>> lists) {
-  std::vector<Parameter*> out;
-  for (const auto& l : lists) out.insert(out.end(), l.begin(), l.end());
-  return out;
-}
-}  // namespace
 
 std::vector<Parameter*> Gpt2Embedding::parameters() {
   return concat({wte_.parameters(), wpe_.parameters()});
@@ -137,56 +110,6 @@ void Gpt2Block::add_modules(std::vector<nn::NamedModule>& out) {
   out.push_back({name_ + ".ln_2", &ln_2_});
   out.push_back({name_ + ".mlp.c_fc", &mlp_.c_fc()});
   out.push_back({name_ + ".mlp.c_proj", &mlp_.c_proj()});
-}
-
-std::vector<Parameter*> Gpt2Head::parameters() {
-  return concat({ln_f_.parameters(), lm_head_.parameters()});
-}
-
-void Gpt2Head::forward(MicroBatch& mb, int layer_index) {
-  MemoryCategoryScope scope(MemoryCategory::activation);
-  expect_hidden(mb.hidden, name(), "the input");
-  Tape& tape = mb.tape(layer_index);
-  const Tensor ln = ln_f_.forward(mb.hidden, tape);
-  if (!mb.targets.defined()) {
-    mb.hidden = lm_head_.logits(ln);
-    mb.saved.erase(layer_index);  // inference: nothing runs backward
-    return;
-  }
-  mb.loss_sum += lm_head_.forward(ln, mb.targets.flatten(), tape);
-  mb.hidden = Tensor();
-}
-
-void Gpt2Head::backward(MicroBatch& mb, int layer_index) {
-  run_backward(mb, layer_index, nullptr);
-}
-
-void Gpt2Head::backward_input(MicroBatch& mb, int layer_index) {
-  run_backward(mb, layer_index, &mb.deferred[layer_index]);
-}
-
-void Gpt2Head::run_backward(MicroBatch& mb, int layer_index, Tape* deferred) {
-  MemoryCategoryScope scope(MemoryCategory::activation);
-  MT_CHECK(mb.loss_scale > 0.0f,
-           "head backward: set mb.loss_scale (1 / tokens in the global batch) before backward, "
-           "got ", mb.loss_scale);
-  Tape tape = mb.take(layer_index);
-  mb.hidden = ln_f_.backward(lm_head_.backward(mb.loss_scale, tape, deferred), tape);
-}
-
-void Gpt2Head::backward_weight(MicroBatch& mb, int layer_index) {
-  MemoryCategoryScope scope(MemoryCategory::activation);
-  Tape deferred = mb.take_deferred(layer_index);
-  lm_head_.backward_weight(deferred);
-}
-
-Shape Gpt2Head::hidden_shape(const MicroBatch& mb) {
-  return token_rows(mb, ln_f_.tp(), ln_f_.parameters()[0]->global_shape()[0], name());
-}
-
-void Gpt2Head::add_modules(std::vector<nn::NamedModule>& out) {
-  out.push_back({"ln_f", &ln_f_});
-  out.push_back({"lm_head", &lm_head_});
 }
 
 }  // namespace meshtrain

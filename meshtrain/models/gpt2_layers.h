@@ -7,11 +7,11 @@
 
 #include <string>
 
+#include "meshtrain/models/lm_head_layer.h"
 #include "meshtrain/parallel/model.h"
 #include "meshtrain/parallel/nn/attention.h"
 #include "meshtrain/parallel/nn/embedding.h"
 #include "meshtrain/parallel/nn/layer_norm.h"
-#include "meshtrain/parallel/nn/lm_head_loss.h"
 #include "meshtrain/parallel/nn/mlp.h"
 
 namespace meshtrain {
@@ -73,27 +73,6 @@ class Gpt2Block : public Layer {
   nn::Mlp mlp_;
 };
 
-class Gpt2Head : public Layer {
- public:
-  Gpt2Head(Parameter* ln_f_weight, Parameter* ln_f_bias, Parameter* wte)
-      : ln_f_(ln_f_weight, ln_f_bias), lm_head_(wte) {}
-  std::string name() const override { return "head"; }
-  std::vector<Parameter*> parameters() override;
-  // With mb.targets: adds the token losses to mb.loss_sum and leaves mb.hidden undefined.
-  // Without (inference): leaves the logits [rows, V] in mb.hidden.
-  void forward(MicroBatch& mb, int layer_index) override;
-  void backward(MicroBatch& mb, int layer_index) override;
-  // Defers the tied head's gradient of wte.
-  void backward_input(MicroBatch& mb, int layer_index) override;
-  void backward_weight(MicroBatch& mb, int layer_index) override;
-  void add_modules(std::vector<nn::NamedModule>& out) override;
-  Shape hidden_shape(const MicroBatch& mb) override;  // of its input
-
- private:
-  void run_backward(MicroBatch& mb, int layer_index, Tape* deferred);
-
-  nn::LayerNorm ln_f_;
-  nn::LmHeadLoss lm_head_;
-};
+using Gpt2Head = LmHeadLayer<nn::LayerNorm>;
 
 }  // namespace meshtrain

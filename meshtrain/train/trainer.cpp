@@ -15,6 +15,7 @@
 #include "meshtrain/core/trace/recorder.h"
 #include "meshtrain/mesh/axis_names.h"
 #include "meshtrain/models/checkpoint.h"
+#include "meshtrain/models/hf_config_path.h"
 #include "meshtrain/models/safetensors.h"
 #include "meshtrain/models/sampling.h"
 #include "meshtrain/models/token_file.h"
@@ -78,7 +79,8 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
   if (checkpoint)
     values = std::make_unique<CheckpointValues>(*checkpoint);
   else if (!config_.init_path.empty())
-    values = std::make_unique<SafetensorsValues>(config_.init_path, model_->parameters());
+    values = std::make_unique<SafetensorsValues>(hf_weights_path(config_.init_path),
+                                                 model_->parameters());
   else
     values = config_.model->init_values(config_.seed);
 

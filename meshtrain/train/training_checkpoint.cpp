@@ -7,6 +7,7 @@
 #include "meshtrain/checkpoint/checkpoint_directory.h"
 #include "meshtrain/checkpoint/json_fields.h"
 #include "meshtrain/core/error.h"
+#include "meshtrain/models/hf_config_path.h"
 #include "meshtrain/models/rng.h"
 #include "meshtrain/parallel/grad_norm.h"
 #include "meshtrain/parallel/slot_pieces.h"
@@ -73,7 +74,9 @@ std::string find_checkpoint(const std::string& path, std::string_view flag) {
   return *latest;
 }
 
-bool is_checkpoint_path(const std::string& path) { return std::filesystem::is_directory(path); }
+bool is_checkpoint_path(const std::string& path) {
+  return std::filesystem::is_directory(path) && !is_hf_folder(path);
+}
 
 void check_no_later_checkpoints(const std::string& dir, int64_t step) {
   if (dir.empty() || !std::filesystem::is_directory(dir)) return;

@@ -23,7 +23,8 @@ namespace meshtrain {
 // `path` itself when it is a checkpoint (a step directory with an index), else the newest complete
 // checkpoint in the folder `path`; InvalidArgument naming `flag` when there is none.
 std::string find_checkpoint(const std::string& path, std::string_view flag);
-bool is_checkpoint_path(const std::string& path);  // a folder (a checkpoint, or a folder of them)
+// A folder (a checkpoint, or a folder of them) that is not a Hugging Face model folder.
+bool is_checkpoint_path(const std::string& path);
 // InvalidArgument when the folder `dir` (if any) already holds a complete checkpoint past `step`,
 // where a run writing its checkpoints there starts: a later step is another run's, or the
 // abandoned future of the run this one restarts from an earlier step, and --resume DIR and --keep

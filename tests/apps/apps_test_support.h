@@ -1,5 +1,5 @@
 // Helpers for the trainer and CLI tests: a scratch directory per test, token files made from text,
-// a tiny run's config, and reading back the metrics file.
+// a tiny run's config, and reading back the metrics file and the tensors of a safetensors file.
 #pragma once
 
 #include <sys/wait.h>
@@ -10,14 +10,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "meshtrain/train/train_config.h"
+#include "meshtrain/models/safetensors.h"
 #include "meshtrain/models/token_file.h"
+#include "meshtrain/train/train_config.h"
 #include "tests/support/scratch_dir.h"
 
 namespace meshtrain::testing {
@@ -91,6 +93,18 @@ inline std::vector<std::string> read_lines(const std::string& path) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
+}
+
+// Every tensor of a safetensors file, as f32 values by key.
+inline std::map<std::string, std::vector<float>> tensors_of(const std::string& path) {
+  SafetensorsReader reader(path);
+  std::map<std::string, std::vector<float>> out;
+  for (const SafetensorsEntry& e : reader.entries()) {
+    const Tensor value = Tensor::empty(e.shape);
+    reader.read(e.name, value);
+    out[e.name] = value.to_vector();
+  }
+  return out;
 }
 
 }  // namespace meshtrain::testing

@@ -20,6 +20,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing::CliResult;
 using testing::ScratchDir;
+using testing::tensors_of;
 
 CliResult run_cli(const ScratchDir& dir, const std::string& args) {
   return testing::run_cli(MESHTRAIN_CLI, dir, args);
@@ -179,17 +180,6 @@ TEST_F(Cli, ShortTrainRunWritesMetrics) {
   ASSERT_EQ(lines.size(), 3u);
   for (size_t i = 0; i < lines.size(); ++i)
     EXPECT_EQ(nlohmann::json::parse(lines[i])["step"].get<int64_t>(), static_cast<int64_t>(i + 1));
-}
-
-std::map<std::string, std::vector<float>> tensors_of(const std::string& path) {
-  SafetensorsReader reader(path);
-  std::map<std::string, std::vector<float>> out;
-  for (const SafetensorsEntry& e : reader.entries()) {
-    const Tensor value = Tensor::empty(e.shape);
-    reader.read(e.name, value);
-    out[e.name] = value.to_vector();
-  }
-  return out;
 }
 
 // The checkpoint workflow through the binary: train with checkpoints, resume on another mesh

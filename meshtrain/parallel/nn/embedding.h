@@ -18,6 +18,7 @@ class Embedding : public Module {
   std::vector<Parameter*> parameters() override { return {table_}; }
   void check_parallel(TpStyle style, int tp) const override;
   void parallelize(TpStyle style, const TpSetup& setup) override;
+  const TensorParallel& tp() const { return tp_; }
 
   // ids i32 [rows] (every id in the global vocabulary) -> [this rank's rows, C].
   Tensor forward(const Tensor& ids, Tape& tape);

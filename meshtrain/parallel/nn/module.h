@@ -19,8 +19,9 @@
 namespace meshtrain::nn {
 
 enum class TpStyle {
-  colwise,   // Linear: output features split (weight Shard(1), bias Shard(0)); input replicated
-  rowwise,   // Linear: input features split (weight Shard(0)); output reduced over tp, bias replicated
+  colwise,   // Linear: output features split (the weight's out dim, bias Shard(0)); input replicated
+  rowwise,   // Linear: input features split (the weight's in dim); output reduced over tp, bias
+             // replicated
   vocab,     // Embedding and LM head: vocabulary rows split (Shard(0)); partial results reduced
   heads,     // Attention: each tp rank computes heads / tp heads
   sequence,  // LayerNorm and position embedding: replicated weights; under sequence parallelism
