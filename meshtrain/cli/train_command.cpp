@@ -27,6 +27,7 @@ struct TrainFlags {
   TextOptions model_options;  // the model flags given (--layers 6: "layers" -> "6")
   std::string backend = "local";
   std::string device = "cpu";
+  std::string ac = "none";
   std::string mesh;
   std::string axis_plugins;  // "axis=plugin,...": plugins that serve axes instead of the built-ins
   std::string config_file;
@@ -108,6 +109,7 @@ void apply(TrainFlags& f, const Registries& registries) {
   c.plugins = std::make_shared<const StrategyRegistry>(registries.plugins);
   c.axis_plugins = parse_axis_plugins(f.axis_plugins);
   c.backend = parse_backend(f.backend);
+  c.ac.mode = parse_ac_mode(f.ac);
   MT_CHECK(f.device == "cpu" || f.device == "cuda", "--device: expected cpu or cuda, got '",
            f.device, "'");
   c.device = f.device == "cuda" ? DeviceKind::cuda : DeviceKind::cpu;
@@ -154,6 +156,13 @@ void add_train_command(CLI::App& app, const Registries& registries) {
   cmd->add_option("--seq", c.seq, "tokens per sequence")->capture_default_str();
   cmd->add_option("--grad-accum,--microbatches", c.grad_accum,
                   "micro-batches per step (what a pipeline schedule streams)")
+      ->capture_default_str();
+  cmd->add_option("--ac", f->ac,
+                  "activation checkpointing: none, full (every block recomputes its forward in "
+                  "backward, keeping only its input) or selective (every --ac-every-th block)")
+      ->capture_default_str();
+  cmd->add_option("--ac-every", c.ac.every, "selective activation checkpointing: recompute "
+                  "blocks 0, k, 2k, ...")
       ->capture_default_str();
   cmd->add_option("--lr", c.lr.lr, "learning rate")->capture_default_str();
   cmd->add_option("--warmup", c.lr.warmup_steps, "linear warmup steps");

@@ -24,7 +24,10 @@ const char* backward_name(BackwardPart part) {
 }  // namespace
 
 Engine::Engine(Model& model, UnitPlan plan)
-    : model_(model), plan_(std::move(plan)), layers_(model.layers()) {
+    : model_(model),
+      plan_(std::move(plan)),
+      layers_(model.layers()),
+      recomputed_(layers_.size(), false) {
   MT_CHECK(layers_.size() == plan_.unit_of_layer.size(), "the unit plan is for a model of ",
            plan_.unit_of_layer.size(), " layers, this model has ", layers_.size());
 }
@@ -34,6 +37,24 @@ Engine::Engine(Model& model) : Engine(model, make_unit_plan(model, model.default
 void Engine::add_hooks(StepHooks* hooks) {
   MT_CHECK(hooks != nullptr, "add_hooks(nullptr)");
   hooks_.push_back(hooks);
+}
+
+void Engine::set_activation_checkpointing(const ActivationCheckpointing& ac) {
+  recomputed_ = recomputed_layers(plan_, ac);
+}
+
+void Engine::recompute(MicroBatch& mb, int l) {
+  const auto input = mb.recompute_inputs.find(l);
+  MT_ASSERT(input != mb.recompute_inputs.end(), "layer ", l, " was not run forward to recompute");
+  const Tensor gradient = mb.hidden;
+  mb.hidden = input->second;
+  mb.recompute_inputs.erase(input);
+  {
+    trace::Scope layer_span(trace::Kind::layer, [&] { return "recompute " + layers_[l]->name(); });
+    annotate(layer_span, plan_, l, mb);
+    layers_[l]->forward(mb, l);
+  }
+  mb.hidden = gradient;
 }
 
 void Engine::begin_micro_batch(int index, int count) {
@@ -57,7 +78,13 @@ void Engine::forward(MicroBatch& mb, LayerSpan span) {
     {
       trace::Scope layer_span(trace::Kind::layer, [&] { return "forward " + layers_[l]->name(); });
       annotate(layer_span, plan_, l, mb);
+      const Tensor input = mb.hidden;
       layers_[l]->forward(mb, l);
+      // Training only: inference keeps nothing for a backward.
+      if (recomputed_[l] && mb.targets.defined()) {
+        mb.saved.erase(l);
+        mb.recompute_inputs[l] = input;
+      }
     }
     if (plan_.last_in_unit(l))
       for (auto h = hooks_.rbegin(); h != hooks_.rend(); ++h) (*h)->post_forward(unit, mb.index);
@@ -71,6 +98,7 @@ void Engine::backward(MicroBatch& mb, LayerSpan span, bool last_backward, Backwa
     const int unit = plan_.unit_of_layer[l];
     if (input && plan_.last_in_unit(l))
       for (StepHooks* h : hooks_) h->pre_backward(unit, mb.index);
+    if (input && recomputed_[l]) recompute(mb, l);
     {
       trace::Scope layer_span(trace::Kind::layer, [&] {
         return std::string(backward_name(part)) + " " + layers_[l]->name();

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "meshtrain/parallel/activation_checkpointing.h"
 #include "meshtrain/parallel/hooks.h"
 #include "meshtrain/parallel/model.h"
 #include "meshtrain/parallel/units.h"
@@ -31,6 +32,8 @@ class Engine {
   // Hooks fire in the order added (pre hooks) and in reverse order (post hooks), like nested scopes.
   void add_hooks(StepHooks* hooks);
   const std::vector<StepHooks*>& hooks() const { return hooks_; }
+  // Which layers keep only their input and run forward again in backward (none by default).
+  void set_activation_checkpointing(const ActivationCheckpointing& ac);
 
   void begin_micro_batch(int index, int count);
   // Runs layers [first, last] (the whole model by default; a pipeline chunk under PP).
@@ -45,7 +48,10 @@ class Engine {
   UnitPlan plan_;
   std::vector<Layer*> layers_;
   std::vector<StepHooks*> hooks_;
+  std::vector<bool> recomputed_;  // per layer
 
+  // Runs layer l forward again from the input forward kept, refilling its saved tensors.
+  void recompute(MicroBatch& mb, int l);
   // The span with last resolved, checked against the model.
   LayerSpan resolve(LayerSpan span) const;
 };

@@ -34,6 +34,8 @@ struct MicroBatch {
   std::map<int, Tape> saved;
   // What a split backward's input part keeps for its weight part (zero-bubble schedules).
   std::map<int, Tape> deferred;
+  // The input of each layer that activation checkpointing recomputes: all it keeps from forward.
+  std::map<int, Tensor> recompute_inputs;
 
   // Where layer `index` saves for backward (created empty on first use).
   Tape& tape(int layer) { return saved[layer]; }

@@ -122,6 +122,8 @@ void TrainConfig::validate() const {
   MT_CHECK(model->max_seq() == 0 || seq <= model->max_seq(), "--seq ", seq,
            " exceeds the model's context length ", model->max_seq());
   MT_CHECK(grad_accum > 0, "--grad-accum must be positive, got ", grad_accum);
+  MT_CHECK(ac.every >= 1, "--ac-every (selective activation checkpointing recomputes every k-th "
+           "block) must be positive, got ", ac.every);
   MT_CHECK(weight_decay >= 0.f, "--wd must not be negative, got ", weight_decay);
   MT_CHECK(clip >= 0.f, "--clip must not be negative, got ", clip);
   MT_CHECK(world >= 1, "--world must be at least 1, got ", world);

@@ -9,6 +9,7 @@
 #include "meshtrain/mesh/mesh_layout.h"
 #include "meshtrain/models/gpt2_family.h"
 #include "meshtrain/models/lr_schedule.h"
+#include "meshtrain/parallel/activation_checkpointing.h"
 #include "meshtrain/parallel/strategy_registry.h"
 #include "meshtrain/plugins/builtin_strategies.h"
 
@@ -30,6 +31,9 @@ struct TrainConfig {
   int64_t batch = 8;       // global sequences per optimizer step
   int64_t seq = 64;        // tokens per sequence
   int64_t grad_accum = 1;  // micro-batches per step
+  // Which blocks keep only their input and recompute their forward in backward
+  // (meshtrain/parallel/activation_checkpointing.h): none, all (full) or every k-th (selective).
+  ActivationCheckpointing ac;
   LrSchedule lr;
   float weight_decay = 0.0f;
   float clip = 0.0f;  // max global gradient norm; 0 disables clipping

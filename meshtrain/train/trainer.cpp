@@ -87,6 +87,7 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
   for (BoundStrategy& bound : bind_strategies(config_))
     plan_.add(std::move(bound.strategy), bound.axes);
   parallel_ = plan_.apply(*mesh_, *model_, values.get());
+  parallel_.engine->set_activation_checkpointing(config_.ac);
 
   if (!config_.resume_dir.empty()) {
     restore_optimizer(*checkpoint, *parallel_.state, optimizer_, *mesh_, *model_);
