@@ -2,7 +2,8 @@
 # Open-ended fuzzing of one parser with libFuzzer (clang), under AddressSanitizer and
 # UndefinedBehaviorSanitizer: the same targets that CI runs on their seed corpora and a bounded
 # number of mutations (scripts/sanitize.sh), here guided by coverage for as long as asked.
-#   bash scripts/fuzz.sh TARGET [SECONDS]      TARGET: token_file, safetensors or checkpoint
+#   bash scripts/fuzz.sh TARGET [SECONDS]      TARGET: token_file, safetensors,
+#                                              safetensors_index or checkpoint
 # New inputs that reach new code go to build-fuzz/corpus/TARGET (copy the useful ones into
 # tests/fuzz/corpus/TARGET); a crash leaves build-fuzz/crash-* for the driver or libFuzzer to rerun.
 set -euo pipefail

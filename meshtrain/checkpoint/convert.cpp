@@ -7,6 +7,7 @@
 #include "meshtrain/checkpoint/shard_writer.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/models/safetensors.h"
+#include "meshtrain/models/safetensors_set.h"
 
 namespace meshtrain {
 
@@ -35,7 +36,7 @@ void checkpoint_to_safetensors(const std::string& checkpoint, const std::string&
 std::string safetensors_to_checkpoint(const std::string& file, const std::string& dir, int64_t step,
                                       const nlohmann::json& metadata, const KeyNames& stored_name) {
   MT_CHECK(step >= 0, "checkpoint steps are non-negative, got ", step);
-  SafetensorsReader source(file);
+  SafetensorsSet source(file);
   const uint64_t chunk_bytes = CheckpointSaveOptions{}.chunk_bytes;
   std::vector<std::pair<const SafetensorsEntry*, std::string>> kept;  // entry, checkpoint name
   IndexedTensors plan;

@@ -25,9 +25,10 @@ void checkpoint_to_safetensors(const std::string& checkpoint, const std::string&
 // The name a file's key is stored under in a checkpoint, or nullopt to leave that tensor out.
 using KeyNames = std::function<std::optional<std::string>(std::string_view key)>;
 
-// Writes the tensors of `file` (F32 or BF16, stored as F32) as the one-rank checkpoint
-// dir/step-N, published atomically like any save, and returns its path. `stored_name` renames
-// keys (a Hugging Face file's, say) or leaves tensors out; unset, every key is kept as it is.
+// Writes the tensors of `file` (F32 or BF16, stored as F32; a safetensors file or a sharded index,
+// as SafetensorsSet reads them) as the one-rank checkpoint dir/step-N, published atomically like
+// any save, and returns its path. `stored_name` renames keys (a Hugging Face file's, say) or leaves
+// tensors out; unset, every key is kept as it is.
 std::string safetensors_to_checkpoint(const std::string& file, const std::string& dir, int64_t step,
                                       const nlohmann::json& metadata,
                                       const KeyNames& stored_name = {});

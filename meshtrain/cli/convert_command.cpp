@@ -62,11 +62,12 @@ void add_convert_command(CLI::App& app, const Registries& registries) {
   auto* cmd = app.add_subcommand(
       "convert",
       "Convert a distributed checkpoint to one safetensors file (Hugging Face names), or a "
-      "safetensors file to a checkpoint");
+      "Hugging Face model (one safetensors file or its shards) to a checkpoint");
   auto f = std::make_shared<ConvertFlags>();
   const ModelRegistry& models = registries.models;
-  cmd->add_option("input", f->input, "a checkpoint (step-N folder, or a folder of them) or a "
-                                     "Hugging Face model (safetensors file or folder)")
+  cmd->add_option("input", f->input,
+                  "a checkpoint (step-N folder, or a folder of them) or a Hugging Face model "
+                  "(safetensors file, sharded index or folder)")
       ->required()
       ->check(CLI::ExistingPath);
   cmd->add_option("output", f->output, "the safetensors file, or the folder of the new checkpoint")

@@ -144,9 +144,10 @@ void add_train_command(CLI::App& app, const Registries& registries) {
       },
       "NON-NEGATIVE");
   cmd->add_option("--init", c.init_path,
-                  "start from a Hugging Face model (a safetensors file with config.json beside "
-                  "it, or their folder) or a checkpoint's parameters (a step-N folder, or a "
-                  "--checkpoint-dir folder: its newest)")
+                  "start from a Hugging Face model (a safetensors file or a sharded "
+                  "model.safetensors.index.json with config.json beside it, or their folder) or a "
+                  "checkpoint's parameters (a step-N folder, or a --checkpoint-dir folder: its "
+                  "newest)")
       ->check(CLI::ExistingPath);
   cmd->add_option("--data", c.data_path,
                   "token file (meshtrain prepare makes one); required, here or in --config")

@@ -21,10 +21,10 @@ std::optional<std::string> checkpoint_parameter_name(std::string_view key) {
 
 SafetensorsValues::SafetensorsValues(const std::string& path,
                                      const std::vector<Parameter*>& params)
-    : path_(path), reader_(path) {
+    : path_(path), weights_(path) {
   std::map<std::string, const Parameter*> by_name;
   for (const Parameter* p : params) by_name[p->name()] = p;
-  for (const SafetensorsEntry& e : reader_.entries()) {
+  for (const SafetensorsEntry& e : weights_.entries()) {
     const std::optional<std::string> name = checkpoint_parameter_name(e.name);
     if (!name) continue;
     const auto it = by_name.find(*name);
@@ -51,7 +51,7 @@ void SafetensorsValues::read(const Parameter& p, const std::vector<LocalPiece>& 
            "' was not checked against this file");
   fill_from_boxes(local, pieces, [&](const TensorSlice& box, const Tensor& out) {
     for_each_box_run(p.global_shape(), box, [&](int64_t at, int64_t in_box, int64_t n) {
-      reader_.read(key->second, out.view(in_box, {n}), at);
+      weights_.read(key->second, out.view(in_box, {n}), at);
     });
   });
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "meshtrain/models/safetensors.h"
+#include "meshtrain/models/safetensors_set.h"
 #include "meshtrain/parallel/parameter_source.h"
 
 namespace meshtrain {
@@ -17,11 +18,12 @@ namespace meshtrain {
 // The parameter name a checkpoint key stands for, or nullopt for a buffer to ignore.
 std::optional<std::string> checkpoint_parameter_name(std::string_view key);
 
-// The values of a safetensors file of the model's parameters, as a ParameterSource: each rank reads
-// only the bytes of its own pieces. The constructor checks the file against the parameters:
-// InvalidArgument naming the key for a missing parameter, an unknown key, a key given twice, a
-// wrong (global) shape or a dtype other than F32 and BF16; IoError for an unreadable or corrupt
-// file. One object per rank (it holds an open file).
+// The values of the model's parameters in a safetensors file or in the shards of an index
+// (SafetensorsSet), as a ParameterSource: each rank reads only the bytes of its own pieces. The
+// constructor checks the files against the parameters: InvalidArgument naming the key for a
+// missing parameter, an unknown key, a key given twice, a wrong (global) shape or a dtype other
+// than F32 and BF16; IoError for an unreadable or corrupt file or index. One object per rank (it
+// holds the files open).
 class SafetensorsValues : public ParameterSource {
  public:
   SafetensorsValues(const std::string& path, const std::vector<Parameter*>& params);
@@ -30,11 +32,12 @@ class SafetensorsValues : public ParameterSource {
 
  private:
   std::string path_;
-  mutable SafetensorsReader reader_;
+  mutable SafetensorsSet weights_;
   std::map<std::string, std::string> key_of_;  // parameter name -> the key that holds it
 };
 
-// Loads every parameter's full value (which must be available). InvalidArgument naming the key for
+// Loads every parameter's full value (which must be available) from a safetensors file or a sharded
+// index. InvalidArgument naming the key for
 // a missing parameter, an unknown key, a key given twice, a wrong shape or a dtype other than F32
 // and BF16; IoError for an unreadable or corrupt file.
 void load_parameters(const std::vector<Parameter*>& params, const std::string& path);

@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -12,7 +11,9 @@
 #include "meshtrain/models/gpt2.h"
 #include "meshtrain/models/gpt2_decoder.h"
 #include "meshtrain/models/gpt2_init.h"
+#include "meshtrain/models/hf_config_json.h"
 #include "meshtrain/models/hf_config_path.h"
+#include "meshtrain/models/safetensors_set.h"
 
 namespace meshtrain {
 
@@ -87,28 +88,16 @@ class Gpt2Spec : public ModelSpec {
 // none without such a file; an error when it is not GPT-2's or does not parse.
 TextOptions read_gpt2_config_json(const std::string& path, const std::string& safetensors_path) {
   if (!std::filesystem::exists(path)) return {};
-  std::ifstream in(path);
-  const nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
-  MT_CHECK(config.is_object(), "'", path, "' is not a JSON object");
-  const std::string type = config.value("model_type", "");
-  MT_CHECK(type == "gpt2", "'", path, "' describes a model of type '", type,
-           "', but the tensors of '", safetensors_path, "' are GPT-2's; expected model_type gpt2");
-  TextOptions out;
-  for (const auto& [key, option] : {std::pair{"vocab_size", "vocab"}, {"n_positions", "ctx"},
-                                    {"n_embd", "dim"}, {"n_layer", "layers"}, {"n_head", "heads"}}) {
-    if (!config.contains(key)) continue;
-    MT_CHECK(config[key].is_number_integer(), "'", path, "': ", key,
-             " must be an integer, got ", config[key].dump());
-    out[option] = std::to_string(config[key].get<int64_t>());
-  }
-  return out;
+  return hf_integer_options(read_hf_config(path, "gpt2", "GPT-2", safetensors_path), path,
+                            {{"vocab_size", "vocab"}, {"n_positions", "ctx"}, {"n_embd", "dim"},
+                             {"n_layer", "layers"}, {"n_head", "heads"}});
 }
 
 // The configuration a Hugging Face GPT-2 file gives: V and d from wte, T from wpe, L from the
 // blocks, H from the config.json beside it or the metadata --save writes; the two must agree with
 // the shapes.
 std::optional<TextOptions> read_gpt2_safetensors(const std::string& path) {
-  SafetensorsReader reader(path);
+  const SafetensorsSet reader(path);  // one file, or the shards of an index
   TextOptions out;
   std::set<int64_t> blocks;
   for (const SafetensorsEntry& e : reader.entries()) {

@@ -6,8 +6,8 @@
 
 namespace meshtrain {
 
-std::string hf_config_path(const std::string& safetensors_path) {
-  return (std::filesystem::path(safetensors_path).parent_path() / "config.json").string();
+std::string hf_config_path(const std::string& weights_path) {
+  return (std::filesystem::path(weights_path).parent_path() / "config.json").string();
 }
 
 bool is_hf_folder(const std::string& path) {
@@ -18,13 +18,11 @@ bool is_hf_folder(const std::string& path) {
 std::string hf_weights_path(const std::string& path) {
   if (!is_hf_folder(path)) return path;
   const std::filesystem::path folder(path);
-  MT_CHECK(!std::filesystem::exists(folder / "model.safetensors.index.json"), "'", path,
-           "' holds sharded weights (model.safetensors.index.json), which meshtrain does not read "
-           "yet; expected one model.safetensors");
-  const std::string weights = (folder / "model.safetensors").string();
-  MT_CHECK(std::filesystem::exists(weights), "Hugging Face folder '", path,
-           "' (it has a config.json) has no model.safetensors");
-  return weights;
+  for (const char* weights : {"model.safetensors", "model.safetensors.index.json"})
+    if (std::filesystem::exists(folder / weights)) return (folder / weights).string();
+  throw InvalidArgument(detail::concat("Hugging Face folder '", path,
+                                       "' (it has a config.json) has neither a model.safetensors "
+                                       "nor a sharded model.safetensors.index.json"));
 }
 
 }  // namespace meshtrain

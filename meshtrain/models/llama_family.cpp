@@ -2,14 +2,15 @@
 
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "meshtrain/core/error.h"
+#include "meshtrain/models/hf_config_json.h"
 #include "meshtrain/models/hf_config_path.h"
 #include "meshtrain/models/llama.h"
 #include "meshtrain/models/llama_init.h"
 #include "meshtrain/models/safetensors.h"
+#include "meshtrain/models/safetensors_set.h"
 
 namespace meshtrain {
 
@@ -93,13 +94,8 @@ class LlamaSpec : public ModelSpec {
 // The options transformers' config.json of a Llama gives, by meshtrain's names. Options it leaves
 // out take LlamaConfig's defaults in transformers (num_key_value_heads = num_attention_heads,
 // rope_theta 10000, rms_norm_eps 1e-6, untied); what meshtrain does not model is refused by name.
-TextOptions read_llama_config_json(const std::string& path) {
-  std::ifstream in(path);
-  const nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
-  MT_CHECK(config.is_object(), "'", path, "' is not a JSON object");
-  const std::string type = config.value("model_type", "");
-  MT_CHECK(type == "llama", "'", path, "' describes a model of type '", type,
-           "', but its tensors are Llama's; expected model_type llama");
+TextOptions read_llama_config_json(const std::string& path, const std::string& tensors_path) {
+  const nlohmann::json config = read_hf_config(path, "llama", "Llama", tensors_path);
   const auto refuse_unless = [&](const char* key, const nlohmann::json& supported,
                                  const char* what) {
     MT_CHECK(!config.contains(key) || config[key] == supported || config[key].is_null(), "'", path,
@@ -110,33 +106,26 @@ TextOptions read_llama_config_json(const std::string& path) {
   refuse_unless("hidden_act", "silu", "a SiLU-gated MLP (hidden_act \"silu\")");
   refuse_unless("attention_bias", false, "no attention biases (attention_bias false)");
   refuse_unless("mlp_bias", false, "no MLP biases (mlp_bias false)");
-  const auto integer = [&](const char* key) -> std::optional<int64_t> {
-    if (!config.contains(key)) return std::nullopt;
-    MT_CHECK(config[key].is_number_integer(), "'", path, "': ", key, " must be an integer, got ",
-             config[key].dump());
-    return config[key].get<int64_t>();
-  };
   const auto real = [&](const char* key, double fallback) {
     if (!config.contains(key)) return fallback;
     MT_CHECK(config[key].is_number(), "'", path, "': ", key, " must be a number, got ",
              config[key].dump());
     return config[key].get<double>();
   };
-  TextOptions out;
-  for (const auto& [key, option] : {std::pair{"vocab_size", "vocab"},
-                                    {"max_position_embeddings", "ctx"},
-                                    {"hidden_size", "dim"},
-                                    {"intermediate_size", "ffn_dim"},
-                                    {"num_hidden_layers", "layers"},
-                                    {"num_attention_heads", "heads"},
-                                    {"num_key_value_heads", "kv_heads"}}) {
-    if (const std::optional<int64_t> value = integer(key)) out[option] = std::to_string(*value);
-  }
+  TextOptions out = hf_integer_options(config, path,
+                                       {{"vocab_size", "vocab"},
+                                        {"max_position_embeddings", "ctx"},
+                                        {"hidden_size", "dim"},
+                                        {"intermediate_size", "ffn_dim"},
+                                        {"num_hidden_layers", "layers"},
+                                        {"num_attention_heads", "heads"},
+                                        {"num_key_value_heads", "kv_heads"}});
   if (!out.count("kv_heads") && out.count("heads")) out["kv_heads"] = out["heads"];
-  if (const std::optional<int64_t> head_dim = integer("head_dim");
-      head_dim && out.count("dim") && out.count("heads")) {
+  const TextOptions head_dim = hf_integer_options(config, path, {{"head_dim", "head_dim"}});
+  if (head_dim.count("head_dim") && out.count("dim") && out.count("heads")) {
+    const int64_t given = std::stoll(head_dim.at("head_dim"));
     const int64_t derived = std::stoll(out["dim"]) / std::stoll(out["heads"]);
-    MT_CHECK(*head_dim == derived, "'", path, "': head_dim ", *head_dim,
+    MT_CHECK(given == derived, "'", path, "': head_dim ", given,
              " is not hidden_size / num_attention_heads = ", derived,
              "; meshtrain's Llama derives it so");
   }
@@ -157,7 +146,7 @@ TextOptions read_llama_config_json(const std::string& path) {
 // beside it gives the configuration (the shapes do not give the head counts, rope_theta or eps),
 // and the embedding's shape must agree with it.
 std::optional<TextOptions> read_llama_safetensors(const std::string& path) {
-  const SafetensorsReader reader(path);
+  const SafetensorsSet reader(path);  // one file, or the shards of an index
   const SafetensorsEntry* embedding = reader.find("model.embed_tokens.weight");
   if (embedding == nullptr) return std::nullopt;  // not Llama's names
   const std::string config = hf_config_path(path);
@@ -165,7 +154,7 @@ std::optional<TextOptions> read_llama_safetensors(const std::string& path) {
            "' holds Llama tensors but there is no config.json beside it ('", config,
            "'): Llama's head counts, rope_theta and rms_norm_eps come from transformers' "
            "config.json");
-  TextOptions out = read_llama_config_json(config);
+  TextOptions out = read_llama_config_json(config, path);
   MT_CHECK(embedding->shape.size() == 2, "'", path,
            "': model.embed_tokens.weight must be [V, d], "
            "got ",

@@ -24,9 +24,10 @@ struct ModelFamily {
   // Preset names are unique across a registry, so that a preset names its family.
   std::map<std::string, TextOptions> presets;
   std::function<ModelSpecPtr(const OptionValues&)> factory;
-  // What a Hugging Face safetensors file at `path` says of its configuration (from its tensors'
-  // shapes and metadata), or nullopt when the file is not one of this family's. Unset: the family
-  // reads no such files.
+  // What the Hugging Face weights at `path` say of their configuration (from their tensors'
+  // shapes and metadata), or nullopt when they are not this family's. `path` is one safetensors
+  // file or a sharded model.safetensors.index.json: read it with SafetensorsSet
+  // (meshtrain/models/safetensors_set.h), which takes both. Unset: the family reads no such files.
   std::function<std::optional<TextOptions>(const std::string& path)> read_safetensors{};
 };
 

@@ -1,18 +1,23 @@
 // Llama through the binary from Hugging Face files written by another tool: a folder with
 // transformers' config.json and model.safetensors loads by --init FOLDER and trains on a mesh, and
-// converts to a checkpoint and back with equal tensors and config; what meshtrain's Llama does not
-// model, a config that disagrees with the tensors and a missing tensor are refused naming them.
+// converts to a checkpoint and back with equal tensors and config; the same model sharded over two
+// files beside model.safetensors.index.json trains and converts exactly as the one file does; what
+// meshtrain's Llama does not model, a config that disagrees with the tensors and a missing tensor
+// are refused naming them.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "meshtrain/models/safetensors.h"
 #include "meshtrain/models/token_file.h"
 #include "tests/apps/apps_test_support.h"
+#include "tests/support/safetensors_shards.h"
 
 namespace meshtrain {
 namespace {
@@ -124,6 +129,54 @@ TEST_F(LlamaFiles, AFolderFromAnotherToolLoadsTrainsAndConvertsBack) {
   EXPECT_EQ(nlohmann::json::parse(testing::read_text(dir_.file("trained/config.json"))), exported);
 }
 
+// The losses of each step of a run's --metrics file.
+std::vector<double> losses_of(const std::string& metrics) {
+  std::vector<double> losses;
+  for (const std::string& line : testing::read_lines(metrics))
+    losses.push_back(nlohmann::json::parse(line).at("loss").get<double>());
+  return losses;
+}
+
+TEST_F(LlamaFiles, ShardedWeightsTrainAndConvertAsTheOneFileDoes) {
+  write_folder(dir_, "hf", kConfig);
+  const std::string hf = dir_.file("hf/model.safetensors");
+  testing::write_sharded(hf, dir_.file("sharded"), 2);
+  std::filesystem::copy_file(dir_.file("hf/config.json"), dir_.file("sharded/config.json"));
+  ASSERT_FALSE(std::filesystem::exists(dir_.file("sharded/model.safetensors")));
+
+  // From the one file, the sharded folder and its index itself, as --init takes each.
+  const std::map<std::string, std::string> inits = {
+      {"one", "hf"}, {"folder", "sharded"}, {"index", "sharded/model.safetensors.index.json"}};
+  std::map<std::string, std::vector<double>> losses;
+  for (const auto& [run_name, init] : inits) {
+    std::filesystem::create_directories(dir_.file("trained_" + run_name));
+    const CliResult r = run(train(init) + " --world 2 --mesh dp_shard=2 --metrics '" +
+                            dir_.file(run_name + ".jsonl") + "' --save '" +
+                            dir_.file("trained_" + run_name + "/model.safetensors") + "'");
+    ASSERT_EQ(r.exit_code, 0) << init << ": " << r.err;
+    losses[run_name] = losses_of(dir_.file(run_name + ".jsonl"));
+  }
+  ASSERT_EQ(losses["one"].size(), 2u);
+  EXPECT_EQ(losses["folder"], losses["one"]);
+  EXPECT_EQ(losses["index"], losses["one"]);
+  EXPECT_EQ(tensors_of(dir_.file("trained_folder/model.safetensors")),
+            tensors_of(dir_.file("trained_one/model.safetensors")));
+
+  CliResult r = run("convert '" + dir_.file("sharded") + "' '" + dir_.file("ckpt") + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::filesystem::create_directories(dir_.file("out"));
+  r = run("convert '" + dir_.file("ckpt") + "' '" + dir_.file("out/model.safetensors") + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(tensors_of(dir_.file("out/model.safetensors")), tensors_of(hf));
+
+  // A shard gone is named, not taken for a smaller model.
+  std::filesystem::remove(dir_.file("sharded/model-00002-of-00002.safetensors"));
+  r = run(train("sharded"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("there is no file '" +
+                               dir_.file("sharded/model-00002-of-00002.safetensors") + "'"));
+}
+
 TEST_F(LlamaFiles, RefusesWhatItDoesNotModelNamingIt) {
   nlohmann::json config = kConfig;
   config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 32.0}};
@@ -146,12 +199,14 @@ TEST_F(LlamaFiles, RefusesWhatItDoesNotModelNamingIt) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("has no key for parameter 'model.layers.0.mlp.up_proj.weight'"));
 
-  write_folder(dir_, "sharded", kConfig);
-  testing::write_text(dir_.file("sharded/model.safetensors.index.json"), "{}");
-  r = run(train("sharded"));
+  std::filesystem::create_directories(dir_.file("bad_index"));
+  testing::write_text(dir_.file("bad_index/config.json"), kConfig.dump());
+  testing::write_text(dir_.file("bad_index/model.safetensors.index.json"), "{}");
+  r = run(train("bad_index"));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("holds sharded weights (model.safetensors.index.json), which "
-                               "meshtrain does not read yet"));
+  EXPECT_THAT(
+      r.err, HasSubstr("safetensors index '" + dir_.file("bad_index/model.safetensors.index.json") +
+                       "': expected a JSON object with a \"weight_map\" object"));
 
   write_folder(dir_, "bare", kConfig);
   std::filesystem::remove(dir_.file("bare/config.json"));
