@@ -195,9 +195,9 @@ class HashedUniformInit : public ParameterSource {
   }
 };
 
-std::vector<uint16_t> training_tokens() {
+std::vector<Token> training_tokens() {
   const std::string text = "the mesh is pipeline by data by tensor; each strategy owns an axis. ";
-  std::vector<uint16_t> tokens;
+  std::vector<Token> tokens;
   for (int copy = 0; copy < 16; ++copy)
     for (const unsigned char c : text) tokens.push_back(c);
   return tokens;

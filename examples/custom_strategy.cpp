@@ -115,9 +115,10 @@ StrategyRegistry strategies() {
 constexpr int kSteps = 5;
 constexpr int64_t kBatch = 4, kSeq = 16;
 
-std::vector<uint16_t> training_tokens(int64_t vocab) {
-  std::vector<uint16_t> tokens(4096);
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>((i * 7 + i / 13) % vocab);
+std::vector<Token> training_tokens(int64_t vocab) {
+  std::vector<Token> tokens(4096);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = static_cast<Token>((i * 7 + i / 13) % vocab);
   return tokens;
 }
 

@@ -53,7 +53,7 @@ int main() {
   ops::cpu::set_cpu_threads(1);
   // A token file of byte-level text (the model is the byte-level "demo" GPT-2).
   const std::string data = (std::filesystem::temp_directory_path() / "layout_bench.bin").string();
-  std::vector<uint16_t> tokens;
+  std::vector<Token> tokens;
   const std::string text = "Every layout trains the same model on the same global batch. ";
   while (tokens.size() < 65536)
     for (const unsigned char c : text) tokens.push_back(c);

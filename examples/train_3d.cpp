@@ -38,11 +38,11 @@ constexpr float kClip = 1.0f;
 
 // Byte-level text for the byte-level "demo" GPT-2 (vocabulary 256): words drawn by a fixed
 // generator, so that batches do not repeat and the model learns spelling, not positions.
-std::vector<uint16_t> training_tokens() {
+std::vector<Token> training_tokens() {
   const std::vector<std::string> words = {"mesh", "rank", "shard", "gather", "reduce", "scatter",
                                           "pipeline", "stage", "tensor", "parallel", "data",
                                           "axis", "unit", "layer", "gradient", "optimizer"};
-  std::vector<uint16_t> tokens;
+  std::vector<Token> tokens;
   uint64_t state = 42;
   while (tokens.size() < 32768) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;  // a 64-bit LCG

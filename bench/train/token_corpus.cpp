@@ -51,7 +51,7 @@ TokenCorpus::TokenCorpus(int64_t min_tokens) {
 
   std::string text = system_text();
   if (text.empty()) text = synthetic_text();
-  std::vector<uint16_t> tokens;
+  std::vector<Token> tokens;
   while (static_cast<int64_t>(tokens.size()) < min_tokens)
     for (unsigned char c : text) tokens.push_back(c);
   write_token_file(path_, tokens);

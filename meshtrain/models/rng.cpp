@@ -14,10 +14,9 @@ uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-uint64_t fnv1a64(std::string_view bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
-  return h;
+uint64_t fnv1a64(std::string_view bytes, uint64_t hash) {
+  for (unsigned char c : bytes) hash = (hash ^ c) * 0x100000001b3ull;
+  return hash;
 }
 
 void fill_normal(float* out, int64_t count, uint64_t seed, uint64_t stream, int64_t first,

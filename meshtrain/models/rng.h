@@ -11,7 +11,9 @@ namespace meshtrain {
 // SplitMix64's finaliser: a bijective mix of 64 bits.
 uint64_t mix64(uint64_t x);
 // 64-bit FNV-1a of bytes: a parameter's stream (the hash of its name), a data file's fingerprint.
-uint64_t fnv1a64(std::string_view bytes);
+// Passing the hash of what came before continues it, so that a long stream hashes in chunks.
+inline constexpr uint64_t kFnv1a64Basis = 0xcbf29ce484222325ull;
+uint64_t fnv1a64(std::string_view bytes, uint64_t hash = kFnv1a64Basis);
 
 // Fills out[0..count) with elements first..first+count-1 of the standard normal sequence of
 // (seed, stream), scaled by stddev. Element i comes from Box-Muller over pair i / 2.

@@ -13,7 +13,7 @@ MicroBatch TokenBatch::micro_batch() const {
   return mb;
 }
 
-TokenBatches::TokenBatches(std::vector<uint16_t> tokens, int64_t vocab, int64_t global_batch,
+TokenBatches::TokenBatches(std::vector<Token> tokens, int64_t vocab, int64_t global_batch,
                            int64_t seq_len, int64_t dp_degree, int64_t dp_rank)
     : tokens_(std::move(tokens)),
       batch_(global_batch),
@@ -30,8 +30,8 @@ TokenBatches::TokenBatches(std::vector<uint16_t> tokens, int64_t vocab, int64_t 
            " outside [0, ", dp_degree, ")");
   MT_CHECK(num_tokens() > seq_len, "TokenBatches: sequences of T = ", seq_len, " need at least ",
            seq_len + 1, " tokens (inputs and targets), the data has ", num_tokens());
-  const uint16_t max = *std::max_element(tokens_.begin(), tokens_.end());
-  MT_CHECK(max < vocab, "TokenBatches: the data holds token ", max,
+  const Token max = *std::max_element(tokens_.begin(), tokens_.end());
+  MT_CHECK(static_cast<int64_t>(max) < vocab, "TokenBatches: the data holds token ", max,
            " but the model's vocabulary is ", vocab);
 }
 
@@ -42,8 +42,9 @@ TokenBatch TokenBatches::batch(int64_t step) const {
   for (int64_t i = 0; i < local; ++i) {
     const int64_t start = sequence_offset(step, dp_rank_ * local + i) % n;
     for (int64_t t = 0; t < seq_; ++t) {
-      tokens[i * seq_ + t] = tokens_[(start + t) % n];
-      targets[i * seq_ + t] = tokens_[(start + t + 1) % n];
+      // Every token is below the vocabulary (checked above), so it fits the i32 of the tensors.
+      tokens[i * seq_ + t] = static_cast<int32_t>(tokens_[(start + t) % n]);
+      targets[i * seq_ + t] = static_cast<int32_t>(tokens_[(start + t + 1) % n]);
     }
   }
   MemoryCategoryScope scope(MemoryCategory::activation);

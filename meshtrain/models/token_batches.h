@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "meshtrain/core/tensor.h"
+#include "meshtrain/models/token_file.h"
 #include "meshtrain/parallel/micro_batch.h"
 
 namespace meshtrain {
@@ -24,7 +25,7 @@ class TokenBatches {
  public:
   // InvalidArgument when D does not divide B, r is outside [0, D), or the sequence (T + 1 tokens
   // with its last target) is longer than the data; also when a token is >= vocab.
-  TokenBatches(std::vector<uint16_t> tokens, int64_t vocab, int64_t global_batch, int64_t seq_len,
+  TokenBatches(std::vector<Token> tokens, int64_t vocab, int64_t global_batch, int64_t seq_len,
                int64_t dp_degree = 1, int64_t dp_rank = 0);
 
   TokenBatch batch(int64_t step) const;
@@ -34,7 +35,7 @@ class TokenBatches {
   int64_t num_tokens() const { return static_cast<int64_t>(tokens_.size()); }
 
  private:
-  std::vector<uint16_t> tokens_;
+  std::vector<Token> tokens_;
   int64_t batch_, seq_, dp_degree_, dp_rank_;
 };
 

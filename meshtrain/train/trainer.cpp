@@ -49,13 +49,14 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
     : config_(config), world_(world), memory_(memory), optimizer_(adamw_config(config)) {
   config_.validate();
   mesh_ = std::make_unique<DeviceMesh>(world_, config_.effective_mesh());
-  std::vector<uint16_t> tokens = read_token_file(config_.data_path);
+  TokenFile data = read_token_file(config_.data_path);
   const int64_t step_tokens = config_.batch * config_.seq + 1;
-  MT_CHECK(static_cast<int64_t>(tokens.size()) >= step_tokens, "--data '", config_.data_path,
-           "' holds ", tokens.size(), " tokens, fewer than one step reads (--batch x --seq + 1 = ",
-           step_tokens, "): every batch would repeat the same data; use a longer file or a "
-           "smaller --batch or --seq");
-  data_ = fingerprint_tokens(tokens);
+  MT_CHECK(static_cast<int64_t>(data.tokens.size()) >= step_tokens, "--data '", config_.data_path,
+           "' holds ", data.tokens.size(),
+           " tokens, fewer than one step reads (--batch x --seq + 1 = ", step_tokens,
+           "): every batch would repeat the same data; use a longer file or a smaller --batch or "
+           "--seq");
+  data_ = fingerprint_tokens(data);
 
   // Sharded initialisation: the model has no tensors, and each rank fills only its own pieces,
   // from a checkpoint, a safetensors file or the seed.
@@ -98,7 +99,7 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
   }
 
   batches_ = std::make_unique<TokenBatches>(
-      std::move(tokens), config_.model->vocab(), config_.batch, config_.seq,
+      std::move(data.tokens), config_.model->vocab(), config_.batch, config_.seq,
       mesh_->axis_size(mesh_axis::dp), mesh_->axis_rank(mesh_axis::dp));
 }
 

@@ -1,8 +1,10 @@
 #include "meshtrain/train/training_checkpoint.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <span>
 
 #include "meshtrain/checkpoint/checkpoint_directory.h"
 #include "meshtrain/checkpoint/json_fields.h"
@@ -102,11 +104,17 @@ ModelSpecPtr checkpoint_model(const CheckpointReader& reader, const ModelRegistr
   }
 }
 
-DataFingerprint fingerprint_tokens(const std::vector<uint16_t>& tokens) {
-  // The tokens' bytes as the token file stores them (little-endian uint16).
-  const std::string_view bytes(reinterpret_cast<const char*>(tokens.data()),
-                               tokens.size() * sizeof(uint16_t));
-  return {static_cast<int64_t>(tokens.size()), fnv1a64(bytes)};
+DataFingerprint fingerprint_tokens(const TokenFile& data) {
+  // The bytes of the file's own width (uint16 for gpt-2), so that a gpt-2 file keeps the
+  // fingerprint its checkpoints recorded when tokens were uint16 in memory too; a chunk at a time,
+  // so that no copy of the whole data is made.
+  constexpr size_t kChunk = size_t{1} << 20;
+  const std::span<const Token> tokens(data.tokens);
+  uint64_t hash = kFnv1a64Basis;
+  for (size_t at = 0; at < tokens.size(); at += kChunk)
+    hash = fnv1a64(
+        token_bytes(tokens.subspan(at, std::min(kChunk, tokens.size() - at)), data.format), hash);
+  return {static_cast<int64_t>(tokens.size()), hash};
 }
 
 std::string exp_avg_name(const std::string& param) { return "optimizer.exp_avg." + param; }

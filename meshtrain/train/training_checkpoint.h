@@ -15,6 +15,7 @@
 #include "meshtrain/mesh/device_mesh.h"
 #include "meshtrain/models/adamw.h"
 #include "meshtrain/models/model_registry.h"
+#include "meshtrain/models/token_file.h"
 #include "meshtrain/parallel/parameter_source.h"
 #include "meshtrain/parallel/trainable_state.h"
 
@@ -39,9 +40,9 @@ ModelSpecPtr checkpoint_model(const CheckpointReader& reader, const ModelRegistr
 // What the data position means: the same tokens in the same order.
 struct DataFingerprint {
   int64_t tokens = 0;
-  uint64_t hash = 0;  // FNV-1a over the tokens
+  uint64_t hash = 0;  // FNV-1a over the tokens' bytes as their file stores them (token_bytes)
 };
-DataFingerprint fingerprint_tokens(const std::vector<uint16_t>& tokens);
+DataFingerprint fingerprint_tokens(const TokenFile& data);
 
 // The names of a parameter's AdamW moments in a checkpoint.
 std::string exp_avg_name(const std::string& param);

@@ -66,9 +66,9 @@ inline std::string sample_prose(int repeats) {
 }
 
 // Tokens below `vocab` made from text bytes (for presets with a vocabulary smaller than 256).
-inline std::vector<uint16_t> tokens_from_text(const std::string& text, int vocab) {
-  std::vector<uint16_t> tokens;
-  for (unsigned char c : text) tokens.push_back(static_cast<uint16_t>(c % vocab));
+inline std::vector<Token> tokens_from_text(const std::string& text, int vocab) {
+  std::vector<Token> tokens;
+  for (unsigned char c : text) tokens.push_back(static_cast<Token>(c % vocab));
   return tokens;
 }
 

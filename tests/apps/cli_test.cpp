@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -150,12 +151,49 @@ TEST_F(Cli, PrepareWritesByteTokens) {
   const CliResult r = run_cli(dir_, "prepare '" + text_ + "' '" + out_tokens + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("wrote 14 tokens"));
-  const std::vector<uint16_t> tokens = read_token_file(out_tokens);
-  const std::vector<uint16_t> expected{'H', 'e', 'l', 'l', 'o', ',', ' ', 'm',
-                                       'e', 's', 'h', '!', '\n', 255};
-  EXPECT_EQ(tokens, expected);
+  const TokenFile file = read_token_file(out_tokens);
+  const std::vector<Token> expected{'H', 'e', 'l', 'l', 'o', ',',  ' ',
+                                    'm', 'e', 's', 'h', '!', '\n', 255};
+  EXPECT_EQ(file.tokens, expected);
+  EXPECT_EQ(file.format, TokenFormat::gpt2);  // the default
   // llm.c header: 256 int32, then the tokens as uint16.
   EXPECT_EQ(testing::read_text(out_tokens).size(), 256 * 4 + 14 * 2);
+}
+
+// --format llama-3 writes llm.c's llama-3 header (magic 20240801, version 7) and uint32 tokens,
+// and training reads the file.
+TEST_F(Cli, PrepareWritesLlama3TokensThatTrainingReads) {
+  const std::string out_tokens = dir_.file("prepared.bin");
+  const CliResult r =
+      run_cli(dir_, "prepare --format llama-3 '" + text_ + "' '" + out_tokens + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = testing::sample_prose(10);
+  EXPECT_THAT(r.out, HasSubstr("wrote " + std::to_string(text.size()) + " tokens"));
+  EXPECT_THAT(r.out, HasSubstr("llama-3"));
+  const std::string bytes = testing::read_text(out_tokens);
+  ASSERT_EQ(bytes.size(), 256 * 4 + text.size() * 4);
+  int32_t header[3];
+  std::memcpy(header, bytes.data(), sizeof header);
+  EXPECT_EQ(header[0], 20240801);
+  EXPECT_EQ(header[1], 7);
+  EXPECT_EQ(header[2], static_cast<int32_t>(text.size()));
+  EXPECT_EQ(read_token_file(out_tokens).tokens, testing::tokens_from_text(text, 256));
+  const CliResult trained = run_cli(dir_, "train --data '" + out_tokens +
+                                              "' --model demo --steps 2 --batch 2 --seq 16"
+                                              " --sample 0");
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  EXPECT_THAT(trained.out, HasSubstr("done: loss"));
+}
+
+TEST_F(Cli, PrepareRefusesAnUnknownFormat) {
+  const std::string out_tokens = dir_.file("prepared.bin");
+  const CliResult r = run_cli(dir_, "prepare --format gpt-3 '" + text_ + "' '" + out_tokens + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--format"));
+  EXPECT_THAT(r.err, HasSubstr("'gpt-3'"));
+  EXPECT_THAT(r.err, HasSubstr("expected gpt-2"));
+  EXPECT_THAT(r.err, HasSubstr("or llama-3"));
+  EXPECT_FALSE(std::filesystem::exists(out_tokens));
 }
 
 TEST_F(Cli, PrepareMissingInput) {

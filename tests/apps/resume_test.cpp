@@ -14,7 +14,9 @@
 
 #include "meshtrain/train/run_training.h"
 #include "meshtrain/core/comm/local/spawn_ranks.h"
+#include "meshtrain/models/llama_family.h"
 #include "meshtrain/models/token_file.h"
+#include "meshtrain/train/training_checkpoint.h"
 #include "tests/support/error_message.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/training_runs.h"
@@ -185,6 +187,32 @@ TEST(Resume, RefusesAChangedModelBatchOrData) {
   TrainConfig other_data = c;
   other_data.data_path = synthetic_token_file(c.model->vocab(), 5000);
   EXPECT_THAT(refusal(other_data), HasSubstr("the data differs"));
+}
+
+// FNV-1a of `values`' little-endian bytes, written out here rather than shared with the library.
+template <typename T>
+uint64_t fnv1a_of(const std::vector<T>& values) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const T value : values)
+    for (size_t b = 0; b < sizeof(T); ++b)
+      hash = (hash ^ ((static_cast<uint64_t>(value) >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+  return hash;
+}
+
+// Checkpoints record a fingerprint of the data over the tokens' bytes as their file stores them:
+// for a gpt-2 file that is still FNV-1a of uint16 tokens, as when tokens were uint16 in memory,
+// so its checkpoints written before llama-3 files still resume.
+TEST(Resume, TheDataFingerprintHashesTheTokensAtTheirFilesWidth) {
+  ScratchDir dir;
+  const std::vector<Token> tokens = {0, 1, 255, 256, 50256, 65535, 7};
+  write_token_file(dir.file("gpt2.bin"), tokens, TokenFormat::gpt2);
+  const DataFingerprint gpt2 = fingerprint_tokens(read_token_file(dir.file("gpt2.bin")));
+  EXPECT_EQ(gpt2.tokens, 7);
+  EXPECT_EQ(gpt2.hash, fnv1a_of(std::vector<uint16_t>(tokens.begin(), tokens.end())));
+  write_token_file(dir.file("llama3.bin"), tokens, TokenFormat::llama3);
+  const DataFingerprint llama3 = fingerprint_tokens(read_token_file(dir.file("llama3.bin")));
+  EXPECT_EQ(llama3.tokens, 7);
+  EXPECT_EQ(llama3.hash, fnv1a_of(tokens));
 }
 
 // Through run_training: checkpoints every 2 steps keeping the newest 2, a resume continues the

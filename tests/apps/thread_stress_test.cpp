@@ -48,7 +48,7 @@ TEST_P(ThreadStress, EveryRunEndsWithTheOneThreadLosses) {
   const auto [world, threads] = GetParam();
   testing::ScratchDir dir;
   const std::string text = testing::sample_prose(40);
-  write_token_file(dir.file("tokens.bin"), std::vector<uint16_t>(text.begin(), text.end()));
+  write_token_file(dir.file("tokens.bin"), testing::tokens_from_text(text, 256));
   const std::vector<double> reference = losses(dir, world, 1);
   const int runs = stress_runs();
   for (int run = 0; run < runs; ++run)

@@ -157,8 +157,8 @@ TEST(Sampling, TemperatureSamplesAreSeededDraws) {
 
 TEST(Sampling, LearnsARepeatingPattern) {
   GPT2 model(kBytes, {.seed = 2});
-  std::vector<uint16_t> text;
-  for (int i = 0; i < 400; ++i) text.push_back(static_cast<uint16_t>("abcd"[i % 4]));
+  std::vector<Token> text;
+  for (int i = 0; i < 400; ++i) text.push_back(static_cast<Token>("abcd"[i % 4]));
   TokenBatches batches(text, 256, 4, 16);
   AdamW adamw;
   const std::vector<OptimizerSlot> slots = parameter_slots(model);

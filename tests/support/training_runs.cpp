@@ -35,9 +35,9 @@ std::string synthetic_token_file(int64_t vocab, int64_t count) {
   const std::string path =
       (dir.path / ("tokens_" + std::to_string(vocab) + "_" + std::to_string(count) + ".bin")).string();
   if (std::filesystem::exists(path)) return path;
-  std::vector<uint16_t> tokens(static_cast<size_t>(count));
+  std::vector<Token> tokens(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i)  // a slow ramp with a repeating motif: learnable
-    tokens[i] = static_cast<uint16_t>((i / 3 + (i % 5) * 7) % vocab);
+    tokens[i] = static_cast<Token>((i / 3 + (i % 5) * 7) % vocab);
   write_token_file(path, tokens);
   return path;
 }
@@ -81,8 +81,8 @@ RunResult run_reference(const TrainConfig& config) {
   const std::unique_ptr<Model> built = config.model->build(Device::cpu());
   Model& model = *built;
   materialize(model, *config.model->init_values(config.seed), Device::cpu());
-  TokenBatches batches(read_token_file(config.data_path), config.model->vocab(), config.batch,
-                       config.seq);
+  TokenBatches batches(read_token_file(config.data_path).tokens, config.model->vocab(),
+                       config.batch, config.seq);
   AdamWConfig adamw;
   adamw.weight_decay = config.weight_decay;
   AdamW optimizer(adamw);
