@@ -12,19 +12,6 @@
 namespace meshtrain::testing {
 namespace {
 
-LlamaConfig uneven_llama(int64_t layers, bool tied) {
-  return LlamaConfig{.vocab = 67,
-                     .ctx = 13,
-                     .dim = 32,
-                     .ffn_dim = 44,
-                     .layers = layers,
-                     .heads = 8,
-                     .kv_heads = 4,
-                     .rope_theta = 10000,
-                     .rms_norm_eps = 1e-5,
-                     .tie_embeddings = tied};
-}
-
 // 2 blocks for the data and tensor layouts; 6 (8 layers) for 4 pipeline ranks x 2 stages.
 TrainConfig llama_config(bool tied, bool deep) {
   TrainConfig c = uneven_config();

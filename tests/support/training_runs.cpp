@@ -142,6 +142,19 @@ const RunResult& uneven_reference(float clip) {
   return it->second;
 }
 
+LlamaConfig uneven_llama(int64_t layers, bool tied) {
+  return LlamaConfig{.vocab = 67,
+                     .ctx = 13,
+                     .dim = 32,
+                     .ffn_dim = 44,
+                     .layers = layers,
+                     .heads = 8,
+                     .kv_heads = 4,
+                     .rope_theta = 10000,
+                     .rms_norm_eps = 1e-5,
+                     .tie_embeddings = tied};
+}
+
 void expect_same_run(const RunResult& got, const RunResult& want, double tolerance) {
   ASSERT_EQ(got.losses.size(), want.losses.size());
   ASSERT_EQ(got.grad_norms.size(), want.grad_norms.size());

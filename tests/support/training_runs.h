@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "meshtrain/models/llama_config.h"
 #include "meshtrain/train/step_metrics.h"
 #include "meshtrain/train/train_config.h"
 #include "meshtrain/train/trainer.h"
@@ -47,6 +48,9 @@ GPT2Config uneven_model();
 TrainConfig uneven_config();
 // The single-rank run of uneven_config() with clipping at `clip` (0: off), computed once.
 const RunResult& uneven_reference(float clip);
+// Llama 3 at uneven_model()'s vocabulary and context: d=32, ffn 44, `layers` blocks of 8 query
+// heads reading 4 key/value heads (tp 4 splits both), untied or tied.
+LlamaConfig uneven_llama(int64_t layers, bool tied);
 
 // Each step's loss and gradient norm within `tolerance` relative, the final parameters within
 // `tolerance` absolute.
