@@ -65,8 +65,13 @@ void parse_settings(int& argc, char** argv, BenchSettings& settings) {
 TrainConfig make_train_config(const BenchSettings& settings, const ModeSpec& spec,
                               const std::string& data_path) {
   TrainConfig config;
-  config.model = gpt2_model(GPT2Config{.vocab = settings.vocab, .ctx = settings.seq, .dim = settings.dim,
-                            .layers = settings.layers, .heads = settings.heads});
+  config.model = spec.model ? spec.model
+                             : gpt2_model(GPT2Config{.vocab = settings.vocab,
+                                                     .ctx = settings.seq,
+                                                     .dim = settings.dim,
+                                                     .layers = settings.layers,
+                                                     .heads = settings.heads});
+  config.ac = spec.ac;
   config.device = settings.device;
   config.data_path = data_path;
   config.steps = settings.warmup + settings.steps;
@@ -107,13 +112,15 @@ ModeResult run_mode(const BenchSettings& settings, const ModeSpec& spec,
     bytes.push_back(static_cast<double>(m.comm_bytes));
     r.peak_mem_bytes = std::max(r.peak_mem_bytes, m.peak_mem_bytes);
   }
+  const auto step_tokens = static_cast<double>(settings.batch * settings.seq);
   r.step_s = median(step_s);
-  r.tokens_per_s = static_cast<double>(settings.batch * settings.seq) / r.step_s;
+  r.tokens_per_s = step_tokens / r.step_s;
   r.exposed_comm_s = median(exposed_s);
   r.comm_bytes = median(bytes);
   r.cpu_s = (cpu_end - cpu_start) / settings.steps;
   r.sharded_state_bytes = measured.back().sharded_state_bytes;
   r.final_loss = measured.back().loss;
+  r.model_flops_per_s = config.model->training_flops(step_tokens, settings.seq) / r.step_s;
   return r;
 }
 

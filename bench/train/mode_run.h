@@ -40,6 +40,8 @@ struct ModeSpec {
   std::string name;
   MeshLayout mesh;
   std::map<std::string, TextOptions> strategies;  // plugin options (TrainConfig::strategies)
+  ModelSpecPtr model = nullptr;  // null: GPT-2 of the settings' shape
+  ActivationCheckpointing ac = {};
 };
 
 struct ModeResult {
@@ -53,6 +55,8 @@ struct ModeResult {
   uint64_t peak_mem_bytes = 0;   // largest over ranks and measured steps
   uint64_t sharded_state_bytes = 0;  // params + grads + optimizer per rank, last step
   double final_loss = 0.0;       // equal across modes up to rounding: a correctness sanity check
+  // Achieved model FLOP/s: ModelSpec::training_flops of a step's tokens over step_s.
+  double model_flops_per_s = 0.0;
 };
 
 // Consumes --world --vocab --dim --layers --heads --seq --batch --warmup --steps and
