@@ -8,6 +8,7 @@
 #include "meshtrain/models/hf_config_json.h"
 #include "meshtrain/models/hf_config_path.h"
 #include "meshtrain/models/llama.h"
+#include "meshtrain/models/llama_decoder.h"
 #include "meshtrain/models/llama_init.h"
 #include "meshtrain/models/safetensors.h"
 #include "meshtrain/models/safetensors_set.h"
@@ -86,6 +87,11 @@ class LlamaSpec : public ModelSpec {
     return config.dump(2) + "\n";
   }
   const LlamaConfig& config() const { return config_; }
+  std::unique_ptr<Decoder> decoder(Model& whole) const override {
+    auto* llama = dynamic_cast<Llama*>(&whole);
+    MT_CHECK(llama != nullptr, "the Llama decoder needs a model its spec built");
+    return std::make_unique<LlamaDecoder>(*llama);
+  }
 
  private:
   LlamaConfig config_;

@@ -1,6 +1,6 @@
 // Text generation through a model's Decoder (the whole model on this rank, no strategy) with its
-// key/value cache (GPT-2's: meshtrain/models/gpt2_decoder.h): one pass over the prompt (its last ctx tokens when it is
-// longer), then one position per generated token.
+// key/value cache (GPT-2's: meshtrain/models/gpt2_decoder.h; Llama's: llama_decoder.h): one pass
+// over the prompt (its last ctx tokens when it is longer), then one position per generated token.
 //
 // Each token is drawn from the logits after a window of the sequence's last tokens, encoded from
 // position 0. The window starts as the prompt's last min(length, ctx) tokens and grows by one per

@@ -115,6 +115,16 @@ TEST_F(Cli, SampleMustNotBeNegative) {
   EXPECT_THAT(r.err, HasSubstr("--sample: expected a non-negative integer, got -5"));
 }
 
+// Llama has a decoder too: --sample prints text after a Llama run as after a GPT-2 one.
+TEST_F(Cli, LlamaRunPrintsASample) {
+  const CliResult r = run_cli(dir_, "train --data '" + tokens_ +
+                                        "' --model llama-demo --batch 2 --seq 16 --steps 1 "
+                                        "--sample 16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("sample:\n"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("no sample")));
+}
+
 // --save records the head count: --init takes the model from the file, head count included; a
 // model flag that disagrees with the file, or a preset, is refused (a Hugging Face file, which
 // records no head count, needs --heads).
