@@ -13,7 +13,6 @@
 #include "meshtrain/train/run_training.h"
 #include "meshtrain/train/training_checkpoint.h"
 #include "meshtrain/core/error.h"
-#include "meshtrain/core/parse_integer.h"
 #include "meshtrain/models/hf_config_path.h"
 
 namespace meshtrain {
@@ -130,19 +129,6 @@ void add_train_command(CLI::App& app, const Registries& registries) {
                   "model family, with every option as flags, instead of a preset: " +
                       listed(models.names(), ", "));
   add_model_flags(cmd, models, f->model_options);
-  // --timeout and --threads must be positive when given (--threads 0 would read as "not given").
-  const CLI::Validator positive(
-      [](std::string& value) {
-        const std::optional<int64_t> parsed = parse_integer<int64_t>(value);
-        return parsed && *parsed > 0 ? std::string() : "expected a positive integer, got " + value;
-      },
-      "POSITIVE");
-  const CLI::Validator non_negative(
-      [](std::string& value) {
-        return parse_integer<uint64_t>(value) ? std::string()
-                                              : "expected a non-negative integer, got " + value;
-      },
-      "NON-NEGATIVE");
   cmd->add_option("--init", c.init_path,
                   "start from a Hugging Face model (a safetensors file or a sharded "
                   "model.safetensors.index.json with config.json beside it, or their folder) or a "
@@ -174,7 +160,7 @@ void add_train_command(CLI::App& app, const Registries& registries) {
       ->capture_default_str();
   cmd->add_option("--seed", c.seed, "initialisation and sampling seed")
       ->capture_default_str()
-      ->check(non_negative);
+      ->check(kNonNegativeInteger);
   cmd->add_option("--save", c.save_path, "write the trained model (safetensors)")
       ->check(kNonEmptyPath);
   cmd->add_option("--metrics", c.metrics_path, "write per-step metrics (JSON lines)")
@@ -203,10 +189,10 @@ void add_train_command(CLI::App& app, const Registries& registries) {
                   "seconds any collective may wait before the job ends with an error naming the "
                   "operation and the rank it waited for")
       ->capture_default_str()
-      ->check(positive);
+      ->check(kPositiveInteger);
   cmd->add_option("--threads", c.threads,
                   "CPU threads per rank (default: this machine's CPUs split among its ranks)")
-      ->check(positive);
+      ->check(kPositiveInteger);
   cmd->add_option("--backend", f->backend, "local, mpi or nccl")->capture_default_str();
   cmd->add_option("--device", f->device,
                   "cpu, or cuda: every rank's state on a GPU (local ranks share the GPUs)")
@@ -226,7 +212,7 @@ void add_train_command(CLI::App& app, const Registries& registries) {
       });
   cmd->add_option("--sample", c.sample_bytes, "bytes of text to sample at the end (0: none)")
       ->capture_default_str()
-      ->check(non_negative);
+      ->check(kNonNegativeInteger);
   cmd->add_flag("--quiet", c.quiet, "print nothing but errors");
   cmd->add_option("--config", f->config_file,
                   "read the settings from a TOML file (configs/demo.toml); flags given override "

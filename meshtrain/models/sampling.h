@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,16 +21,29 @@
 
 namespace meshtrain {
 
+// The temperature of the sample at the end of training, which `meshtrain generate` takes by
+// default too: a little sharper than the model's own distribution.
+inline constexpr float kDefaultSampleTemperature = 0.8f;
+
 struct SampleOptions {
   int64_t count = 256;       // tokens to generate
   float temperature = 1.0f;  // 0: greedy (the most likely token, the lowest id on ties)
   uint64_t seed = 0;         // the same seed gives the same text
+  // Draws only among the top_k most likely tokens (0: all of them), and of those among the fewest
+  // most likely whose probabilities, renormalised, sum to top_p or more (nucleus sampling; 1: all),
+  // as transformers' top_k and top_p warpers apply them after the temperature.
+  int64_t top_k = 0;
+  float top_p = 1.0f;
 };
 
-// Returns prompt followed by count generated tokens (the decoder's cache is reset first). The prompt must be non-empty and its ids
-// inside the vocabulary. With temperature > 0 each token takes one draw of Rng(seed).uniform().
+// Returns prompt followed by count generated tokens (the decoder's cache is reset first), calling
+// on_token (when set) with each generated token as it is drawn. The prompt must be non-empty and
+// its ids inside the vocabulary; InvalidArgument for a negative count or top_k, a temperature
+// that is negative or not finite, or a top_p outside (0, 1]. With temperature > 0 each token takes
+// one draw of Rng(seed).uniform().
 std::vector<int32_t> generate(Decoder& decoder, std::vector<int32_t> prompt,
-                              const SampleOptions& options);
+                              const SampleOptions& options,
+                              const std::function<void(int32_t)>& on_token = {});
 
 // Byte-level models (vocab 256): generates options.count bytes after the prompt and returns them
 // (without the prompt). An empty prompt starts from "\n".

@@ -269,7 +269,7 @@ std::string Trainer::sample(int64_t bytes, uint64_t seed) {
   if (!decoder) return "";  // the family has no decoder: nothing to sample
   SampleOptions options;
   options.count = bytes;
-  options.temperature = 0.8f;
+  options.temperature = kDefaultSampleTemperature;
   options.seed = seed;
   return sample_text(*decoder, "\n", options);
 }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
+#include <span>
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/models/adamw.h"
@@ -174,6 +176,66 @@ TEST(Sampling, LearnsARepeatingPattern) {
   EXPECT_EQ(sample_text(decoder, "ab", {.count = 10, .temperature = 0.0f}), "cdabcdabcd");
 }
 
+// A decoder whose logits are the same after every token: what the warpers keep is then known.
+class FixedLogits : public Decoder {
+ public:
+  explicit FixedLogits(std::vector<float> logits) : logits_(std::move(logits)) {}
+  int64_t vocab() const override { return static_cast<int64_t>(logits_.size()); }
+  int64_t context() const override { return 1 << 20; }
+  int64_t length() const override { return length_; }
+  void reset() override { length_ = 0; }
+  std::vector<float> append(std::span<const int32_t> tokens) override {
+    length_ += static_cast<int64_t>(tokens.size());
+    return logits_;
+  }
+
+ private:
+  std::vector<float> logits_;
+  int64_t length_ = 0;
+};
+
+std::set<int32_t> drawn(Decoder& decoder, const SampleOptions& options) {
+  const std::vector<int32_t> out = generate(decoder, {0}, options);
+  return std::set<int32_t>(out.begin() + 1, out.end());
+}
+
+// Probabilities 0.05, 0.5, 0.15, 0.3 at temperature 1: top-k keeps the k most likely, top-p the
+// fewest most likely reaching p (of the top-k's mass when both are given), and the draws cover
+// exactly those.
+TEST(Sampling, TopKAndTopPDrawOnlyFromTheKeptTokens) {
+  FixedLogits decoder({std::log(0.05f), std::log(0.5f), std::log(0.15f), std::log(0.3f)});
+  const SampleOptions all{.count = 400, .temperature = 1.0f, .seed = 3};
+  EXPECT_EQ(drawn(decoder, all), (std::set<int32_t>{0, 1, 2, 3}));
+  SampleOptions o = all;
+  o.top_k = 2;
+  EXPECT_EQ(drawn(decoder, o), (std::set<int32_t>{1, 3}));
+  o.top_k = 1;
+  EXPECT_EQ(drawn(decoder, o), (std::set<int32_t>{1}));
+  o = all;
+  o.top_p = 0.75f;  // 0.5 + 0.3 reaches it
+  EXPECT_EQ(drawn(decoder, o), (std::set<int32_t>{1, 3}));
+  o.top_p = 0.85f;  // needs 0.15 too
+  EXPECT_EQ(drawn(decoder, o), (std::set<int32_t>{1, 2, 3}));
+  o.top_p = 0.1f;  // the most likely alone
+  EXPECT_EQ(drawn(decoder, o), (std::set<int32_t>{1}));
+  o.top_k = 3;  // of 0.95: 0.5 / 0.95 < 0.6 <= 0.8 / 0.95
+  o.top_p = 0.6f;
+  EXPECT_EQ(drawn(decoder, o), (std::set<int32_t>{1, 3}));
+  o.top_k = 0;
+  o.top_p = 1.0f;  // no warper: the very draws of the plain run
+  EXPECT_EQ(generate(decoder, {0}, o), generate(decoder, {0}, all));
+}
+
+TEST(Sampling, CallsOnTokenWithEachGeneratedToken) {
+  GPT2 model(kBytes, {.seed = 5});
+  Gpt2Decoder decoder(model);
+  std::vector<int32_t> seen;
+  const std::vector<int32_t> out =
+      generate(decoder, {'a', 'b'}, {.count = 12, .temperature = 0.9f, .seed = 1},
+               [&](int32_t token) { seen.push_back(token); });
+  EXPECT_EQ(seen, std::vector<int32_t>(out.begin() + 2, out.end()));
+}
+
 TEST(Sampling, RejectsBadInput) {
   GPT2 model(kBytes);
   Gpt2Decoder decoder(model);
@@ -183,6 +245,9 @@ TEST(Sampling, RejectsBadInput) {
   EXPECT_THROW(generate(decoder, {1}, {.count = -1}), InvalidArgument);
   EXPECT_THROW(generate(decoder, {1}, {.temperature = NAN}), InvalidArgument);
   EXPECT_THROW(generate(decoder, {1}, {.temperature = -1.0f}), InvalidArgument);
+  EXPECT_THROW(generate(decoder, {1}, {.top_k = -1}), InvalidArgument);
+  EXPECT_THROW(generate(decoder, {1}, {.top_p = 0.0f}), InvalidArgument);
+  EXPECT_THROW(generate(decoder, {1}, {.top_p = 1.5f}), InvalidArgument);
   GPT2 tiny(gpt2_preset("tiny"));
   Gpt2Decoder tiny_decoder(tiny);
   EXPECT_THROW(sample_text(tiny_decoder, "x", {}), InvalidArgument);
