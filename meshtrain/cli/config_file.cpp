@@ -96,6 +96,8 @@ const std::vector<FixedKey>& fixed_keys() {
        [](auto& c) { return Value(c.profile); }},
       {{"output", "sample", "--sample", Type::integer},
        [](auto& c) { return Value(c.sample_bytes); }},
+      {{"output", "log_every", "--log-every", Type::integer},
+       [](auto& c) { return Value(c.log_every); }},
       {{"output", "quiet", "--quiet", Type::switch_flag}, [](auto& c) { return Value(c.quiet); }},
   };
   return keys;

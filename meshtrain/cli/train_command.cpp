@@ -213,6 +213,10 @@ void add_train_command(CLI::App& app, const Registries& registries) {
   cmd->add_option("--sample", c.sample_bytes, "bytes of text to sample at the end (0: none)")
       ->capture_default_str()
       ->check(kNonNegativeInteger);
+  cmd->add_option("--log-every", c.log_every,
+                  "keep a progress line every N steps, and the first and last (0: steps / 20); "
+                  "on a terminal the steps between redraw one live line")
+      ->check(kNonNegativeInteger);
   cmd->add_flag("--quiet", c.quiet, "print nothing but errors");
   cmd->add_option("--config", f->config_file,
                   "read the settings from a TOML file (configs/demo.toml); flags given override "

@@ -93,7 +93,7 @@ void TrainReporter::start(const std::string& mesh, const std::string& plan, int6
   out_.flush();
 }
 
-void TrainReporter::print_progress(const StepMetrics& m) {
+void TrainReporter::print_progress(const StepMetrics& m, bool kept) {
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double eta = elapsed / static_cast<double>(m.step + 1 - first_step_) *
@@ -105,11 +105,11 @@ void TrainReporter::print_progress(const StepMetrics& m) {
                 static_cast<long long>(m.step + 1), static_cast<long long>(config_.steps), m.loss,
                 m.tokens_per_s, format_bytes(m.comm_bytes).c_str(), m.exposed_comm_s * 1e3,
                 format_bytes(m.peak_mem_bytes).c_str(), format_duration(eta).c_str());
-  if (interactive_) {
-    out_ << "\r" << line << "\033[K" << std::flush;
-  } else {
-    out_ << line << "\n" << std::flush;
-  }
+  // On a terminal the line is written over the live line, if any.
+  out_ << (interactive_ ? "\r" : "") << line << (interactive_ ? "\033[K" : "");
+  live_line_ = interactive_ && !kept;
+  if (!live_line_) out_ << "\n";
+  out_.flush();
 }
 
 void TrainReporter::resumed(const std::string& checkpoint, int64_t steps_done) {
@@ -169,15 +169,17 @@ void TrainReporter::on_step(const StepMetrics& m) {
     write_metrics(j.dump());
   }
   if (config_.quiet) return;
-  const int64_t every = std::max<int64_t>(1, config_.steps / 20);
-  if (interactive_ || (m.step + 1) % every == 0 || m.step == first_step_ ||
-      m.step + 1 == config_.steps)
-    print_progress(m);
+  const int64_t every =
+      config_.log_every > 0 ? config_.log_every : std::max<int64_t>(1, config_.steps / 20);
+  const bool kept =
+      (m.step + 1) % every == 0 || m.step == first_step_ || m.step + 1 == config_.steps;
+  if (kept || interactive_) print_progress(m, kept);
 }
 
 void TrainReporter::note(const std::string& text) {
   if (config_.quiet) return;
-  if (interactive_ && seen_step_) out_ << "\n";  // keep the progress line
+  if (live_line_) out_ << "\r\033[K";  // the note replaces the live line; the next step redraws it
+  live_line_ = false;
   out_ << text << "\n" << std::flush;
 }
 
@@ -188,7 +190,6 @@ void TrainReporter::finish(const std::string& sample) {
     out_.flush();
     return;
   }
-  if (interactive_) out_ << "\n";
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   out_ << "done: loss " << first_loss_ << " -> " << last_.loss << " in "

@@ -1,7 +1,8 @@
-// TrainReporter: what rank 0 tells the user during a run — a progress line (redrawn in place on a
-// terminal, one line every few steps otherwise), the metrics file (JSON lines, one object per
-// step, opened at the first step; a resumed run continues it; a write that fails ends the run
-// with an IoError naming the file) and the closing summary.
+// TrainReporter: what rank 0 tells the user during a run — a progress line kept every --log-every
+// steps (on a terminal, a live line redrawn in place between them; elsewhere nothing between them
+// and no control characters), the metrics file (JSON lines, one object per step, opened at the
+// first step; a resumed run continues it; a write that fails ends the run with an IoError naming
+// the file) and the closing summary.
 #pragma once
 
 #include <chrono>
@@ -29,7 +30,8 @@ class TrainReporter {
   void finish(const std::string& sample);
 
  private:
-  void print_progress(const StepMetrics& m);
+  // A kept line stays; on a terminal the others are the live line, redrawn in place.
+  void print_progress(const StepMetrics& m, bool kept);
   void write_metrics(const std::string& line);
 
   TrainConfig config_;
@@ -38,6 +40,7 @@ class TrainReporter {
   std::ofstream metrics_;
   std::chrono::steady_clock::time_point start_;
   bool seen_step_ = false;
+  bool live_line_ = false;  // the cursor ends a line that the next output replaces
   int64_t first_step_ = 0;  // a resumed run starts past 0
   double first_loss_ = 0.0;
   StepMetrics last_;

@@ -79,6 +79,9 @@ struct TrainConfig {
   // (plugin_for_axis: the data axes fsdp, tp tp, pp pp): {"dp_replicate", "ddp"}.
   std::map<std::string, std::string> axis_plugins;
   int64_t sample_bytes = 200;  // text generated at the end (byte-level models); 0: none
+  // A progress line kept every log_every steps (and at the first and the last); 0: steps / 20.
+  // On a terminal the steps between redraw one live line in place.
+  int64_t log_every = 0;
   bool quiet = false;
 
   // The mesh to run on: the given one, or dp_shard=world.

@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -53,6 +54,21 @@ inline CliResult run_cli(const char* cli, const ScratchDir& dir, const std::stri
   const int status = std::system(command.c_str());
   EXPECT_TRUE(WIFEXITED(status)) << command;
   return {WEXITSTATUS(status), read_text(out), read_text(err)};
+}
+
+// The step numbers of the progress lines a run kept: lines that end in a newline, read after the
+// last carriage return (what a terminal shows once the live line has been drawn over).
+inline std::vector<int> kept_progress_steps(const std::string& console) {
+  std::vector<int> steps;
+  std::istringstream lines(console);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // a terminal's newline is \r\n
+    const size_t shown = line.rfind('\r');
+    if (shown != std::string::npos) line.erase(0, shown + 1);
+    int step = 0;
+    if (std::sscanf(line.c_str(), "step %d/", &step) == 1) steps.push_back(step);
+  }
+  return steps;
 }
 
 // Some English prose, repeated: enough structure for a byte-level model to learn quickly.

@@ -90,6 +90,31 @@ TEST(TrainingRun, ReportPrintsProgressAndSummary) {
   EXPECT_EQ(text.find('\r'), std::string::npos) << "no in-place redraws when not interactive";
 }
 
+// --log-every 3 over 10 steps keeps the lines of steps 1, 3, 6, 9 and 10. On a terminal every
+// other step redraws one live line in place (a carriage return, then erase to the end of the
+// line); elsewhere those steps print nothing and no control character appears.
+TEST(TrainingRun, KeepsAProgressLineEveryLogEverySteps) {
+  ScratchDir dir;
+  TrainConfig c = tiny_config(dir, 1);
+  c.quiet = false;
+  c.steps = 10;
+  c.log_every = 3;
+  const std::vector<int> kept = {1, 3, 6, 9, 10};
+
+  std::ostringstream plain;
+  run_training(c, plain, /*interactive=*/false);
+  EXPECT_EQ(testing::kept_progress_steps(plain.str()), kept);
+  EXPECT_EQ(plain.str().find_first_of("\r\033"), std::string::npos) << plain.str();
+
+  std::ostringstream terminal;
+  run_training(c, terminal, /*interactive=*/true);
+  EXPECT_EQ(testing::kept_progress_steps(terminal.str()), kept);
+  for (int live : {2, 4, 5, 7, 8})
+    EXPECT_THAT(terminal.str(), HasSubstr("\rstep " + std::string(live < 10 ? "    " : "   ") +
+                                          std::to_string(live) + "/10"));
+  EXPECT_THAT(terminal.str(), HasSubstr("\033[K"));
+}
+
 TEST(TrainingRun, TrainerStepsDirectly) {
   // The Trainer API by hand on two ranks: both see identical metrics (reduced over ranks).
   ScratchDir dir;
