@@ -1,0 +1,83 @@
+#include "meshtrain/plan/plan_layout.h"
+
+#include "meshtrain/core/error.h"
+#include "meshtrain/mesh/axis_names.h"
+#include "meshtrain/plugins/builtin_strategies.h"
+#include "meshtrain/plugins/fsdp/fsdp_strategy.h"
+#include "meshtrain/train/bound_strategies.h"
+
+namespace meshtrain {
+
+namespace {
+bool serves(const MeshLayout& mesh, std::string_view plugin) {
+  for (const MeshAxis& axis : mesh.axes())
+    if (plugin_for_axis(axis.name) == plugin) return true;
+  return false;
+}
+}  // namespace
+
+bool PlanLayout::pipelined() const { return serves(mesh, "pp"); }
+bool PlanLayout::tensor_parallel() const { return serves(mesh, "tp"); }
+bool PlanLayout::data_parallel() const { return serves(mesh, "fsdp"); }
+
+std::vector<std::string> PlanLayout::fsdp_axes() const {
+  std::vector<std::string> axes;
+  for (const MeshAxis& axis : mesh.axes())
+    if (plugin_for_axis(axis.name) == "fsdp") axes.push_back(axis.name);
+  return axes;
+}
+
+std::string PlanLayout::fsdp_shard_axis() const {
+  const std::vector<std::string> axes = fsdp_axes();
+  if (axes.empty()) return "";
+  switch (fsdp.mode) {
+    case FsdpMode::full:
+    case FsdpMode::grad_op:
+      return axes.size() == 1 ? axes[0] : std::string(mesh_axis::dp);
+    case FsdpMode::none:
+      return "";
+    case FsdpMode::hybrid:
+      MT_CHECK(mesh.has_axis(mesh_axis::dp_shard) && mesh.has_axis(mesh_axis::dp_replicate),
+               "fsdp mode hybrid needs a mesh with dp_replicate and dp_shard; mesh is ",
+               mesh.to_string());
+      return std::string(mesh_axis::dp_shard);
+  }
+  throw InvalidArgument("unknown FSDP mode");
+}
+
+int PlanLayout::fsdp_shard_size() const {
+  const std::string axis = fsdp_shard_axis();
+  return axis.empty() ? 1 : mesh.span_size(axis);
+}
+
+std::string PlanLayout::to_string() const {
+  std::string out = mesh.to_string();
+  if (data_parallel())
+    out += detail::concat(" fsdp=", fsdp_mode_name(fsdp.mode),
+                          " param_dtype=", dtype_name(fsdp.param_dtype));
+  if (pipelined() && pp.virtual_stages > 1) out += detail::concat(" virtual=", pp.virtual_stages);
+  return out;
+}
+
+PlanLayout plan_layout(const TrainConfig& config) {
+  PlanLayout layout{.mesh = config.effective_mesh()};
+  for (const BoundStrategy& bound : bind_strategies(config)) {
+    const Strategy* s = bound.strategy.get();
+    if (const auto* fsdp = dynamic_cast<const FsdpStrategy*>(s)) {
+      layout.fsdp = fsdp->options();
+    } else if (const auto* tp = dynamic_cast<const TpStrategy*>(s)) {
+      layout.tp = tp->options();
+    } else if (const auto* pp = dynamic_cast<const PpStrategy*>(s)) {
+      layout.pp = pp->options();
+    } else {
+      std::string axes;
+      for (const std::string& axis : bound.axes) axes += (axes.empty() ? "" : ",") + axis;
+      throw InvalidArgument(
+          detail::concat("the planner knows the built-in plugins (fsdp, tp, pp); the axes ", axes,
+                         " are served by plugin '", bound.plugin, "'"));
+    }
+  }
+  return layout;
+}
+
+}  // namespace meshtrain

@@ -1,0 +1,48 @@
+// PlanLayout: a training layout as the planner reads it, before any rank exists: the mesh
+// (pp x dp_replicate x dp_shard x tp, meshtrain/mesh/mesh_layout.h) and the options of the
+// built-in strategies that serve its axes, in the plugins' own option types. Each mesh axis is
+// served as a run serves it (plugin_for_axis): pp by "pp" (any size: its runner pipelines even
+// one rank), tp by "tp", the data axes together by "fsdp". Options of a plugin the mesh gives no
+// axis are ignored.
+//
+//   PlanLayout layout{.mesh = parse_mesh_spec("pp=2,dp_shard=4,tp=2")};
+//   layout.fsdp.param_dtype = DType::bf16;
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "meshtrain/mesh/mesh_layout.h"
+#include "meshtrain/plugins/fsdp/fsdp_options.h"
+#include "meshtrain/plugins/pp/pp_strategy.h"
+#include "meshtrain/plugins/tp/tp_strategy.h"
+#include "meshtrain/train/train_config.h"
+
+namespace meshtrain {
+
+struct PlanLayout {
+  MeshLayout mesh;
+  FsdpOptions fsdp{};  // mode, param_dtype, prefetch, reshard, units, offload
+  TpOptions tp{};
+  PpOptions pp{};
+
+  bool pipelined() const;        // a pp axis: the pp plugin splits the model into stages
+  bool tensor_parallel() const;  // a tp axis: the tp plugin applies the model's TP plan
+  bool data_parallel() const;    // a data axis: FSDP holds the trainable state
+  std::vector<std::string> fsdp_axes() const;  // the data axes, in mesh order
+  // The axis FSDP shards over, as FsdpStrategy resolves its groups: the one data axis, or "dp"
+  // (both flattened), under full and grad_op; dp_shard under hybrid; "" (no sharding) under none
+  // or without a data axis. InvalidArgument for hybrid without both data axes.
+  std::string fsdp_shard_axis() const;
+  int fsdp_shard_size() const;  // the ranks of that group (1: none)
+
+  // "pp=2,dp_shard=2,tp=2 fsdp=full param_dtype=bf16".
+  std::string to_string() const;
+};
+
+// The layout a run of `config` trains with: its mesh and the options of the strategies the run
+// binds (bind_strategies), so that every default is the run's. InvalidArgument when an axis is
+// served by a plugin other than the built-ins, whose rules the planner does not know.
+PlanLayout plan_layout(const TrainConfig& config);
+
+}  // namespace meshtrain
