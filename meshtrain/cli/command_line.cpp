@@ -27,6 +27,7 @@ int run_command_line(int argc, const char* const* argv, const Registries& regist
   add_schedule_command(app);
   add_convert_command(app, registries);
   add_generate_command(app, registries);
+  add_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -40,5 +40,6 @@ void add_info_command(CLI::App& app, const Registries& registries);
 void add_schedule_command(CLI::App& app);
 void add_convert_command(CLI::App& app, const Registries& registries);
 void add_generate_command(CLI::App& app, const Registries& registries);
+void add_report_command(CLI::App& app);
 
 }  // namespace meshtrain

@@ -90,6 +90,8 @@ const std::vector<FixedKey>& fixed_keys() {
       {{"output", "save", "--save", Type::text}, [](auto& c) { return unless_empty(c.save_path); }},
       {{"output", "metrics", "--metrics", Type::text},
        [](auto& c) { return unless_empty(c.metrics_path); }},
+      {{"output", "report", "--report", Type::text},
+       [](auto& c) { return unless_empty(c.report_dir); }},
       {{"output", "trace", "--trace", Type::text},
        [](auto& c) { return unless_empty(c.trace_dir); }},
       {{"output", "profile", "--profile", Type::switch_flag},

@@ -165,6 +165,11 @@ void add_train_command(CLI::App& app, const Registries& registries) {
       ->check(kNonEmptyPath);
   cmd->add_option("--metrics", c.metrics_path, "write per-step metrics (JSON lines)")
       ->check(kNonEmptyPath);
+  cmd->add_option("--report", c.report_dir,
+                  "write a report of the run to DIR/index.html at its end: charts of loss, "
+                  "throughput, step time and memory per rank, the configuration and the sample "
+                  "(docs/report.md); from the --metrics file, or DIR/metrics.jsonl without one")
+      ->check(kNonEmptyPath);
   cmd->add_option("--trace", c.trace_dir,
                   "write a Chrome trace per rank to this folder (DIR/rank_<r>.json; open in "
                   "Perfetto or chrome://tracing; docs/tracing.md)")
@@ -232,6 +237,14 @@ void add_train_command(CLI::App& app, const Registries& registries) {
       f->config.validate();
       std::cout << effective_config(f->config, registries.models);
       return;
+    }
+    // The report shows the run as a --config file. A configuration that cannot be described is
+    // refused by run_training's validation, with its own message.
+    if (!f->config.report_dir.empty()) {
+      try {
+        f->config.report_config = effective_config(f->config, registries.models);
+      } catch (const Error&) {
+      }
     }
     // mpirun hands its ranks a terminal even when its own output is a file: plain lines there.
     const bool interactive = isatty(STDOUT_FILENO) != 0 && !mpirun_processes();

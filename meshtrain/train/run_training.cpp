@@ -14,10 +14,12 @@
 #include "meshtrain/train/trace_output.h"
 #include "meshtrain/train/trainer.h"
 #include "meshtrain/checkpoint/checkpoint_directory.h"
+#include "meshtrain/checkpoint/durable_files.h"
 #include "meshtrain/core/comm/gather_values.h"
 #include "meshtrain/core/comm/local/spawn_ranks.h"
 #include "meshtrain/core/ops/cpu/cpu_threads.h"
 #include "meshtrain/core/error.h"
+#include "meshtrain/report/run_report.h"
 #include "meshtrain/config.h"
 
 #if MESHTRAIN_HAS_MPI
@@ -49,12 +51,41 @@ void report_profile(const TrainConfig& config, Communicator& world,
                                static_cast<double>(config.batch * config.seq), config.seq)));
 }
 
+// --report: rank 0 draws the run's metrics file into report_dir/index.html (docs/report.md).
+void write_report(const TrainConfig& config, Trainer& trainer, const std::string& sample,
+                  TrainReporter& reporter) {
+  const std::string metrics = config.metrics_file();
+  if (!std::filesystem::exists(metrics)) {  // a resumed run with no step left, and no file
+    reporter.note("no report: the metrics file '" + metrics + "' holds no steps");
+    return;
+  }
+  RunInfo info;
+  info.title = "meshtrain: " + config.model->describe();
+  info.settings = {
+      {"model", detail::concat(config.model->describe(), ", ", config.model->num_parameters(),
+                               " parameters")},
+      {"mesh",
+       detail::concat(trainer.mesh().layout().to_string(), " (", config.world, " rank",
+                      config.world > 1 ? "s" : "", ", ", backend_name(config.backend), " backend, ",
+                      config.device == DeviceKind::cuda ? "CUDA" : "CPU", ")")},
+      {"plan", trainer.plan().describe()},
+      {"training", detail::concat(config.steps, " steps of ", config.batch, " x ", config.seq,
+                                  " tokens, ", config.grad_accum, " micro-batch",
+                                  config.grad_accum > 1 ? "es" : "", ", lr ", config.lr.lr)},
+  };
+  info.config_text = config.report_config;
+  info.sample = sample;
+  reporter.note("report " + write_run_report(metrics, config.report_dir, info));
+}
+
 // The steps and what follows them; `recorder` is set when tracing or profiling.
 std::vector<StepMetrics> train_steps(const TrainConfig& config, Communicator& world,
                                      MemoryTracker& memory, TrainReporter* reporter,
                                      const std::optional<InjectedFault>& fault,
                                      trace::Recorder* recorder) {
   Trainer trainer(config, world, memory);
+  // The metrics file may lie in the report's folder, opened at the first step.
+  if (reporter && !config.report_dir.empty()) create_directories_synced(config.report_dir);
   if (reporter)
     reporter->start(trainer.mesh().layout().to_string(), trainer.plan().describe(),
                     config.model->num_parameters());
@@ -87,6 +118,7 @@ std::vector<StepMetrics> train_steps(const TrainConfig& config, Communicator& wo
       reporter->note("no sample: the " + config.model->family() + " family has no decoder");
   }
   if (reporter) reporter->finish(sample);
+  if (reporter && !config.report_dir.empty()) write_report(config, trainer, sample, *reporter);
   return steps;
 }
 
@@ -136,11 +168,15 @@ std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& wor
 std::vector<StepMetrics> run_training(const TrainConfig& config, std::ostream& out,
                                       bool interactive) {
   config.validate();
+  // With --report and no --metrics, the metrics go to the report's folder, which rank 0 creates
+  // before the first step (the trainers check the configuration as given).
+  TrainConfig reporting = config;
+  reporting.metrics_path = config.metrics_file();
   const std::optional<InjectedFault> fault = injected_fault_from_env();
   switch (config.backend) {
     case BackendKind::local: {
       // A failing rank aborts the world: the others wake at once and the first error is rethrown.
-      TrainReporter reporter(config, out, interactive);
+      TrainReporter reporter(reporting, out, interactive);
       std::vector<StepMetrics> steps;
       spawn_ranks(
           config.world,
@@ -165,7 +201,7 @@ std::vector<StepMetrics> run_training(const TrainConfig& config, std::ostream& o
                  "--world must match the number of mpirun processes: got --world ", config.world,
                  " under ", world->size(), " processes");
         std::optional<TrainReporter> reporter;
-        if (world->rank() == 0) reporter.emplace(config, out, interactive);
+        if (world->rank() == 0) reporter.emplace(reporting, out, interactive);
         auto steps = train_rank(config, *world, memory, reporter ? &*reporter : nullptr, fault);
         return world->rank() == 0 ? steps : std::vector<StepMetrics>{};
       } catch (const std::exception& e) {
@@ -205,7 +241,7 @@ std::vector<StepMetrics> run_training(const TrainConfig& config, std::ostream& o
       }
       if (!shared) std::filesystem::remove_all(store_dir);
       std::optional<TrainReporter> reporter;
-      if (rank == 0) reporter.emplace(config, out, interactive);
+      if (rank == 0) reporter.emplace(reporting, out, interactive);
       auto steps = train_rank(config, *world, memory, reporter ? &*reporter : nullptr, fault);
       return rank == 0 ? steps : std::vector<StepMetrics>{};
 #else

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include "meshtrain/train/bound_strategies.h"
 #include "meshtrain/train/launcher.h"
@@ -90,6 +91,11 @@ TrainConfig& TrainConfig::set(const std::string& plugin, const std::string& key,
   return *this;
 }
 
+std::string TrainConfig::metrics_file() const {
+  if (!metrics_path.empty() || report_dir.empty()) return metrics_path;
+  return (std::filesystem::path(report_dir) / "metrics.jsonl").string();
+}
+
 MeshLayout TrainConfig::effective_mesh() const {
   if (mesh.ndim() > 0) return mesh;
   return MeshLayout({{std::string(mesh_axis::dp_shard), world}});
@@ -149,6 +155,20 @@ void TrainConfig::validate() const {
   check_output_is_not_input(metrics_path, "--metrics", save_path, "the --save file");
   if (!save_path.empty()) check_hf_config_target(*model, save_path, "--save");
   check_output_folder(trace_dir, "--trace", 0.0);
+  check_output_folder(report_dir, "--report", 0.0);
+  if (!report_dir.empty()) {
+    // The files the report folder will hold: the page, and the metrics when --metrics is not given.
+    const std::string page = (std::filesystem::path(report_dir) / "index.html").string();
+    std::vector<std::string> files = {page};
+    if (metrics_path.empty()) files.push_back(metrics_file());
+    for (const std::string& file : files) {
+      if (std::filesystem::is_directory(report_dir)) check_regular_output(file, "--report");
+      check_output_is_not_input(file, "--report", data_path, "the --data file");
+      check_output_is_not_input(file, "--report", init_path, "the --init path");
+      check_output_is_not_input(file, "--report", save_path, "the --save file");
+    }
+    check_output_is_not_input(metrics_path, "--metrics", page, "the --report page");
+  }
   check_output_folder(checkpoint_dir, "--checkpoint-dir", 12.0 * params);
   MT_CHECK(checkpoint_every >= 0, "--checkpoint-every must not be negative, got ",
            checkpoint_every);

@@ -48,6 +48,12 @@ struct TrainConfig {
   // parameters, AdamW state, step and data position; `steps` stays the run's total.
   std::string resume_dir;
   std::string metrics_path;  // JSON lines, one object per step
+  // The run's report (docs/report.md): rank 0 writes report_dir/index.html at the end, drawn from
+  // the metrics file (metrics_file(): metrics_path, or report_dir/metrics.jsonl when that is
+  // empty), showing report_config as the run's configuration (the command line's --print-config
+  // text; empty: the model, mesh, plan and main settings only).
+  std::string report_dir;
+  std::string report_config;
   // Chrome traces (docs/tracing.md): each rank writes trace_dir/rank_<r>.json at the end of the
   // run (and of a failed run); empty: no tracing.
   std::string trace_dir;
@@ -84,6 +90,9 @@ struct TrainConfig {
   int64_t log_every = 0;
   bool quiet = false;
 
+  // The metrics file the run writes: metrics_path, or with a report and no metrics_path,
+  // report_dir/metrics.jsonl; empty: none.
+  std::string metrics_file() const;
   // The mesh to run on: the given one, or dp_shard=world.
   MeshLayout effective_mesh() const;
   // The ranks sharing this machine: local ranks are threads of this process, mpirun's are

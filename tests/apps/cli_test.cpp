@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -19,6 +20,7 @@ namespace meshtrain {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::CliResult;
 using testing::ScratchDir;
 using testing::tensors_of;
@@ -420,6 +422,48 @@ TEST_F(Cli, RestartFromAnEarlierStep) {
     EXPECT_EQ(resumed["step"].get<int64_t>(), static_cast<int64_t>(i + 1));
     EXPECT_EQ(resumed["loss"], nlohmann::json::parse(straight[i])["loss"]) << "step " << i;
   }
+}
+
+// --report DIR: the run's report, drawn from the metrics written to DIR/metrics.jsonl (no
+// --metrics given); `meshtrain report` draws the same charts after the fact, and names a metrics
+// file it cannot read.
+TEST_F(Cli, TrainAndReportWriteARunReport) {
+  const auto loss_points = [](const std::string& html) {
+    const std::string tag = "data-series=\"training loss\"";
+    const size_t line = html.find(tag);
+    EXPECT_NE(line, std::string::npos);
+    EXPECT_EQ(html.find(tag, line + 1), std::string::npos);  // one unbroken line
+    const size_t from = html.find("points=\"", line) + 8;
+    std::istringstream points(html.substr(from, html.find('"', from) - from));
+    size_t n = 0;
+    for (std::string point; points >> point;) ++n;
+    return n;
+  };
+  const std::string report = dir_.file("report");
+  CliResult r = run_cli(
+      dir_, "train --data '" + tokens_ +
+                "' --steps 6 --batch 4 --seq 16 --sample 16 --world 2 --report '" + report + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("report " + report + "/index.html"));
+  EXPECT_EQ(testing::read_lines(report + "/metrics.jsonl").size(), 6u);
+  std::string html = testing::read_text(report + "/index.html");
+  EXPECT_EQ(loss_points(html), 6u);
+  EXPECT_THAT(html, HasSubstr("<h2>Configuration</h2>"));
+  EXPECT_THAT(html, HasSubstr("steps = 6"));
+  EXPECT_THAT(html, HasSubstr("dp_shard=2"));
+  EXPECT_THAT(html, HasSubstr("<h2>Sample</h2>"));
+  EXPECT_THAT(html, Not(HasSubstr("<script")));
+
+  const std::string again = dir_.file("again");
+  r = run_cli(dir_, "report '" + report + "/metrics.jsonl' -o '" + again + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(loss_points(testing::read_text(again + "/index.html")), 6u);
+
+  const std::string missing = dir_.file("missing.jsonl");
+  r = run_cli(dir_, "report '" + missing + "' -o '" + dir_.file("none") + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("cannot open the metrics file '" + missing + "'"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.file("none")));
 }
 
 // A metadata field of the wrong type is named with its checkpoint.
