@@ -7,38 +7,13 @@
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/ops/ops.h"
+#include "meshtrain/models/decoder_kernels.h"
 
 namespace meshtrain {
 
 namespace {
 
-// The parameter's value as an f32 host tensor: shared on the CPU, copied from an accelerator.
-Tensor host_value(const Parameter& p) {
-  const std::string& name = p.name();
-  MT_CHECK(p.available(), "LlamaDecoder: parameter '", name, "' has no value on this rank");
-  MT_CHECK(p.shape() == p.global_shape(), "LlamaDecoder: parameter '", name, "' is sharded (",
-           shape_string(p.shape()), " of ", shape_string(p.global_shape()),
-           "); the decoder needs the whole model on this rank");
-  const Tensor& value = p.value();
-  MT_CHECK(value.dtype() == DType::f32, "LlamaDecoder: parameter '", name, "' must be f32, got ",
-           value.describe());
-  MemoryCategoryScope scope(MemoryCategory::param);  // charged only when it copies
-  return value.on(Device::cpu());
-}
-
-// In place over one row of `count` scores: the softmax over the first `seen` keys, and zero for the
-// rest (the positions after this row's).
-void causal_softmax_row(float* row, int64_t seen, int64_t count) {
-  const float max = *std::max_element(row, row + seen);
-  float sum = 0.0f;
-  for (int64_t j = 0; j < seen; ++j) {
-    row[j] = std::exp(row[j] - max);
-    sum += row[j];
-  }
-  const float inv = 1.0f / sum;
-  for (int64_t j = 0; j < seen; ++j) row[j] *= inv;
-  std::fill(row + seen, row + count, 0.0f);
-}
+Tensor host_value(const Parameter& p) { return decoder_host_value(p, "LlamaDecoder"); }
 
 // out [N, out] = in [N, in] @ weight^T, weight [out, in] (torch.nn.Linear, no bias).
 void linear(const Tensor& out, const Tensor& in, const Tensor& weight) {

@@ -17,22 +17,8 @@ namespace {
 
 const GPT2Config& kSmall = test::kSmallDecoder;
 
-// The full forward pass over tokens through the engine: logits [tokens.size(), V].
-std::vector<float> full_logits(GPT2& model, const std::vector<int32_t>& tokens) {
-  MicroBatch mb;  // no targets: the head leaves the logits in mb.hidden
-  mb.tokens = Tensor::from_vector(tokens, {1, static_cast<int64_t>(tokens.size())});
-  Engine(model).forward(mb);
-  return mb.hidden.to_vector();
-}
-
-void expect_close(const std::vector<float>& got, const float* want, int64_t count,
-                  const std::string& where) {
-  ASSERT_EQ(static_cast<int64_t>(got.size()), count) << where;
-  float scale = 0.0f;
-  for (int64_t v = 0; v < count; ++v) scale = std::max(scale, std::abs(want[v]));
-  for (int64_t v = 0; v < count; ++v)
-    ASSERT_NEAR(got[v], want[v], 1e-4f * scale) << where << " logit " << v;
-}
+using test::expect_close;
+using test::full_logits;
 
 // The cached decoder's logits at every position equal those of the full forward over the same
 // prefix, for every split into a prefill of `prompt` tokens and one token at a time after it.
