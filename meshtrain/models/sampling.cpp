@@ -83,13 +83,14 @@ std::vector<int32_t> generate(Decoder& decoder, std::vector<int32_t> prompt,
   return prompt;
 }
 
-std::string sample_text(Decoder& decoder, std::string_view prompt, const SampleOptions& options) {
+std::string sample_text(Decoder& decoder, std::string_view prompt, const SampleOptions& options,
+                        const std::function<void(int32_t)>& on_token) {
   MT_CHECK(decoder.vocab() == 256, "sample_text: needs a byte-level model (vocab 256), got vocab ",
            decoder.vocab());
   std::vector<int32_t> ids;
   for (unsigned char c : prompt.empty() ? std::string_view("\n") : prompt) ids.push_back(c);
   const size_t prompt_length = ids.size();
-  const std::vector<int32_t> all = generate(decoder, std::move(ids), options);
+  const std::vector<int32_t> all = generate(decoder, std::move(ids), options, on_token);
   std::string text;
   for (size_t i = prompt_length; i < all.size(); ++i) text.push_back(static_cast<char>(all[i]));
   return text;

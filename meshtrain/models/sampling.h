@@ -46,7 +46,9 @@ std::vector<int32_t> generate(Decoder& decoder, std::vector<int32_t> prompt,
                               const std::function<void(int32_t)>& on_token = {});
 
 // Byte-level models (vocab 256): generates options.count bytes after the prompt and returns them
-// (without the prompt). An empty prompt starts from "\n".
-std::string sample_text(Decoder& decoder, std::string_view prompt, const SampleOptions& options);
+// (without the prompt), calling on_token (when set) with each as it is drawn. An empty prompt
+// starts from "\n".
+std::string sample_text(Decoder& decoder, std::string_view prompt, const SampleOptions& options,
+                        const std::function<void(int32_t)>& on_token = {});
 
 }  // namespace meshtrain

@@ -183,7 +183,7 @@ void TrainReporter::note(const std::string& text) {
   out_ << text << "\n" << std::flush;
 }
 
-void TrainReporter::finish(const std::string& sample) {
+void TrainReporter::finish() {
   if (config_.quiet) return;
   if (!seen_step_) {
     out_ << "done: no steps left to train (--steps " << config_.steps << ")\n";
@@ -204,8 +204,20 @@ void TrainReporter::finish(const std::string& sample) {
        << ", unsharded parameters peak " << format_bytes(last_.unsharded_param_peak_bytes)
        << ", unsharded gradients peak " << format_bytes(last_.unsharded_grad_peak_bytes) << "\n";
   if (!config_.save_path.empty()) out_ << "saved the model to " << config_.save_path << "\n";
-  if (!sample.empty()) out_ << "sample:\n" << sample << "\n";
   out_.flush();
+}
+
+void TrainReporter::sample_byte(char byte) {
+  if (config_.quiet) return;
+  if (!sampling_) out_ << "sample:\n";
+  sampling_ = true;
+  out_ << byte << std::flush;  // a long sample shows as it is drawn
+}
+
+void TrainReporter::end_sample() {
+  if (config_.quiet || !sampling_) return;
+  out_ << "\n" << std::flush;
+  sampling_ = false;
 }
 
 }  // namespace meshtrain

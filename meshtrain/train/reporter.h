@@ -2,7 +2,7 @@
 // steps (on a terminal, a live line redrawn in place between them; elsewhere nothing between them
 // and no control characters), the metrics file (JSON lines, one object per step, opened at the
 // first step; a resumed run continues it; a write that fails ends the run with an IoError naming
-// the file) and the closing summary.
+// the file), the closing summary and the sample.
 #pragma once
 
 #include <chrono>
@@ -27,7 +27,11 @@ class TrainReporter {
   void on_step(const StepMetrics& m);
   // A line between progress reports: a checkpoint written, a resume.
   void note(const std::string& text);
-  void finish(const std::string& sample);
+  // The closing summary: the losses, throughput and memory of the run.
+  void finish();
+  // The sample, printed as it is drawn: "sample:" before the first byte, a newline after the last.
+  void sample_byte(char byte);
+  void end_sample();
 
  private:
   // A kept line stays; on a terminal the others are the live line, redrawn in place.
@@ -46,6 +50,7 @@ class TrainReporter {
   StepMetrics last_;
   double tokens_per_s_sum_ = 0.0;
   int64_t timed_steps_ = 0;
+  bool sampling_ = false;  // "sample:" is printed, the closing newline is not
 };
 
 std::string format_bytes(uint64_t bytes);  // "12.3 MiB"

@@ -108,16 +108,20 @@ std::vector<StepMetrics> train_steps(const TrainConfig& config, Communicator& wo
   }
   if (config.profile) report_profile(config, world, *recorder, reporter);
   if (!config.save_path.empty()) trainer.save(config.save_path);
+  if (reporter) reporter->finish();
   std::string sample;
   if (config.sample_bytes > 0 && config.model->vocab() != 256 && reporter)
     reporter->note("no sample: sampling text needs a byte-level model (vocab 256), this one has "
                    "vocab " + std::to_string(config.model->vocab()) + " (--sample 0: none)");
   if (config.sample_bytes > 0 && config.model->vocab() == 256) {
-    sample = trainer.sample(config.sample_bytes, config.seed);  // on rank 0
+    std::function<void(int32_t)> print;
+    if (reporter)
+      print = [reporter](int32_t byte) { reporter->sample_byte(static_cast<char>(byte)); };
+    sample = trainer.sample(config.sample_bytes, config.seed, print);  // on rank 0
+    if (reporter) reporter->end_sample();
     if (sample.empty() && reporter)
       reporter->note("no sample: the " + config.model->family() + " family has no decoder");
   }
-  if (reporter) reporter->finish(sample);
   if (reporter && !config.report_dir.empty()) write_report(config, trainer, sample, *reporter);
   return steps;
 }

@@ -174,7 +174,7 @@ void TrainConfig::validate() const {
            checkpoint_every);
   MT_CHECK(keep >= 0, "--keep must not be negative, got ", keep);
   MT_CHECK(sample_bytes >= 0, "--sample must not be negative (0: no sample), got ", sample_bytes);
-  check_range(sample_bytes, int64_t{1} << 20, "--sample");  // printed only once it is complete
+  check_range(sample_bytes, int64_t{1} << 20, "--sample");  // a typo must not sample for hours
   MT_CHECK(log_every >= 0, "--log-every must not be negative (0: every steps / 20), got ",
            log_every);
   MT_CHECK(!checkpoint_dir.empty() || (checkpoint_every == 0 && keep == 0),

@@ -246,7 +246,8 @@ std::string Trainer::save_checkpoint(const std::function<void(const std::string&
       run_metadata(config_, mesh_->layout(), data_, step_, optimizer_.steps_taken()), options);
 }
 
-std::string Trainer::sample(int64_t bytes, uint64_t seed) {
+std::string Trainer::sample(int64_t bytes, uint64_t seed,
+                            const std::function<void(int32_t)>& on_byte) {
   MT_CHECK(config_.model->vocab() == 256,
            "sampling text needs a byte-level model (vocab 256), got vocab ",
            config_.model->vocab());
@@ -271,7 +272,7 @@ std::string Trainer::sample(int64_t bytes, uint64_t seed) {
   options.count = bytes;
   options.temperature = kDefaultSampleTemperature;
   options.seed = seed;
-  return sample_text(*decoder, "\n", options);
+  return sample_text(*decoder, "\n", options, on_byte);
 }
 
 }  // namespace meshtrain

@@ -52,8 +52,10 @@ class Trainer {
   // The checkpoint this run resumed from (empty for a fresh run).
   const std::string& resumed_from() const { return resumed_from_; }
   // Collective: rank 0 returns text sampled from the trained model (byte-level models of a
-  // family with a decoder); other ranks return an empty string.
-  std::string sample(int64_t bytes, uint64_t seed);
+  // family with a decoder), calling on_byte (when set) with each byte as it is drawn; other ranks
+  // return an empty string.
+  std::string sample(int64_t bytes, uint64_t seed,
+                     const std::function<void(int32_t)>& on_byte = {});
 
  private:
   uint64_t strategy_bytes_sent() const;

@@ -1,9 +1,10 @@
 // The console as a user sees it: under a pseudo-terminal the binary keeps a progress line every
 // --log-every steps and redraws a live line between them; through a pipe or a file it writes the
-// kept lines only, with no carriage return or escape sequence.
+// kept lines only, with no carriage return or escape sequence. The sample shows as it is drawn.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <pty.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,6 +74,42 @@ TEST_F(Console, ThroughAPipeWritesPlainLines) {
   EXPECT_EQ(pclose(pipe), 0) << console;
   EXPECT_EQ(testing::kept_progress_steps(console), (std::vector<int>{1, 4, 8, 10})) << console;
   EXPECT_EQ(console.find_first_of("\r\033"), std::string::npos) << console;
+}
+
+// --sample at its cap takes minutes on this model: its first bytes must appear long before the end.
+TEST_F(Console, TheSampleIsPrintedAsItIsDrawn) {
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  std::vector<std::string> args = train_args();
+  args.back() = "1048576";  // --sample
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    close(out[0]);
+    std::vector<char*> argv = {const_cast<char*>(MESHTRAIN_CLI)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(MESHTRAIN_CLI, argv.data());
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  close(out[1]);
+  std::string console;
+  char buffer[4096];
+  size_t at = std::string::npos;
+  for (ssize_t got; (got = read(out[0], buffer, sizeof buffer)) > 0;) {
+    console.append(buffer, got);
+    at = console.find("sample:\n");
+    if (at != std::string::npos && console.size() >= at + 8 + 64) break;
+  }
+  int status = 0;
+  const pid_t ended = waitpid(pid, &status, WNOHANG);
+  kill(pid, SIGKILL);
+  if (ended == 0) waitpid(pid, &status, 0);
+  close(out[0]);
+  ASSERT_NE(at, std::string::npos) << console;
+  EXPECT_EQ(ended, 0) << "the run had ended before 64 bytes of its sample were read:\n" << console;
+  EXPECT_THAT(console, HasSubstr("done: loss"));  // the summary comes before the sample
 }
 
 }  // namespace
