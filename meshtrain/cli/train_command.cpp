@@ -138,6 +138,19 @@ void add_train_command(CLI::App& app, const Registries& registries) {
   cmd->add_option("--data", c.data_path,
                   "token file (meshtrain prepare makes one); required, here or in --config")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--val-data", c.val_data_path,
+                  "validation token file (default with --val-every: the last tenth of --data, "
+                  "held out of training)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--val-every", c.val_every,
+                  "validate every N steps and after the last: the mean loss over --val-batches "
+                  "batches, forward only (0: never)")
+      ->capture_default_str()
+      ->check(kNonNegativeInteger);
+  cmd->add_option("--val-batches", c.val_batches,
+                  "batches of --batch x --seq tokens each validation reads, the same every time")
+      ->capture_default_str()
+      ->check(kPositiveInteger);
   cmd->add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
   cmd->add_option("--batch", c.batch, "global sequences per step")->capture_default_str();
   cmd->add_option("--seq", c.seq, "tokens per sequence")->capture_default_str();

@@ -69,7 +69,11 @@ LayerSpan Engine::resolve(LayerSpan span) const {
   return span;
 }
 
-void Engine::forward(MicroBatch& mb, LayerSpan span) {
+void Engine::forward(MicroBatch& mb, LayerSpan span) { run_forward(mb, span, true); }
+
+void Engine::forward_only(MicroBatch& mb, LayerSpan span) { run_forward(mb, span, false); }
+
+void Engine::run_forward(MicroBatch& mb, LayerSpan span, bool for_backward) {
   span = resolve(span);
   for (int l = span.first; l <= span.last; ++l) {
     const int unit = plan_.unit_of_layer[l];
@@ -80,8 +84,9 @@ void Engine::forward(MicroBatch& mb, LayerSpan span) {
       annotate(layer_span, plan_, l, mb);
       const Tensor input = mb.hidden;
       layers_[l]->forward(mb, l);
-      // Training only: inference keeps nothing for a backward.
-      if (recomputed_[l] && mb.targets.defined()) {
+      if (!for_backward) {
+        mb.saved.erase(l);
+      } else if (recomputed_[l] && mb.targets.defined()) {  // inference keeps nothing either
         mb.saved.erase(l);
         mb.recompute_inputs[l] = input;
       }
@@ -116,6 +121,10 @@ void Engine::backward(MicroBatch& mb, LayerSpan span, bool last_backward, Backwa
 
 void Engine::finish_backward() {
   for (StepHooks* h : hooks_) h->finish_backward();
+}
+
+void Engine::finish_forward_only() {
+  for (StepHooks* h : hooks_) h->finish_forward_only();
 }
 
 }  // namespace meshtrain

@@ -38,6 +38,11 @@ class Engine {
   void begin_micro_batch(int index, int count);
   // Runs layers [first, last] (the whole model by default; a pipeline chunk under PP).
   void forward(MicroBatch& mb, LayerSpan span = {});
+  // The same layers for a pass without backward (validation): each layer's saved tensors are
+  // dropped as soon as it has run, so only the activation between layers stays.
+  void forward_only(MicroBatch& mb, LayerSpan span = {});
+  // Ends a forward-only pass: the hooks release what they kept for a backward.
+  void finish_forward_only();
   // `last_backward`: no later backward of this step reaches these layers' units.
   void backward(MicroBatch& mb, LayerSpan span = {}, bool last_backward = true,
                 BackwardPart part = BackwardPart::full);
@@ -50,6 +55,7 @@ class Engine {
   std::vector<StepHooks*> hooks_;
   std::vector<bool> recomputed_;  // per layer
 
+  void run_forward(MicroBatch& mb, LayerSpan span, bool for_backward);
   // Runs layer l forward again from the input forward kept, refilling its saved tensors.
   void recompute(MicroBatch& mb, int l);
   // The span with last resolved, checked against the model.

@@ -18,6 +18,9 @@ class StepHooks {
   virtual void post_backward(int /*unit*/, int /*micro_batch*/, bool /*last_backward*/) {}
   // Every micro-batch has run backward: gradients must be complete when this returns.
   virtual void finish_backward() {}
+  // A forward-only pass (validation) has run every micro-batch and no backward follows: what was
+  // kept for one (full parameters) must be released when this returns.
+  virtual void finish_forward_only() {}
 };
 
 }  // namespace meshtrain

@@ -18,6 +18,13 @@ double StepRunner::run(std::vector<MicroBatch>& micro_batches, double global_tok
   return reduce_loss(micro_batches, global_tokens);
 }
 
+double StepRunner::evaluate(std::vector<MicroBatch>& micro_batches, double global_tokens) {
+  prepare(micro_batches, global_tokens);
+  for (MicroBatch& mb : micro_batches) engine_.forward_only(mb);
+  engine_.finish_forward_only();
+  return reduce_loss(micro_batches, global_tokens);
+}
+
 void StepRunner::prepare(std::vector<MicroBatch>& micro_batches, double global_tokens) {
   MT_CHECK(!micro_batches.empty(), "a step needs at least one micro-batch");
   for (size_t k = 0; k < micro_batches.size(); ++k) {

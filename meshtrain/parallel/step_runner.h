@@ -1,7 +1,7 @@
-// StepRunner: one optimizer step's forward and backward over its micro-batches, below the
-// trainer. The default runs the micro-batches one after another through the engine (the hooks
-// are told each micro-batch's index); pipeline parallelism replaces it with a runner that executes
-// a schedule.
+// StepRunner: one optimizer step's forward and backward over its micro-batches, or a forward-only
+// pass over them (validation), below the trainer. The default runs the micro-batches one after
+// another through the engine (the hooks are told each micro-batch's index); pipeline parallelism
+// replaces it with a runner that executes a schedule.
 #pragma once
 
 #include <vector>
@@ -21,6 +21,10 @@ class StepRunner {
   // token losses summed over the data axes only (every tp rank holds the same loss, so one per tp
   // group counts), over global_tokens. Collective over the world.
   virtual double run(std::vector<MicroBatch>& micro_batches, double global_tokens);
+  // Runs every micro-batch forward only (validation: no gradients, nothing kept for a backward,
+  // the strategies' gathered parameters released at the end) and returns the mean token loss as
+  // run() does. Collective over the world.
+  virtual double evaluate(std::vector<MicroBatch>& micro_batches, double global_tokens);
 
  protected:
   // Numbers the micro-batches and sets their loss scale, 1 / global_tokens.

@@ -98,12 +98,14 @@ void TrainReporter::print_progress(const StepMetrics& m, bool kept) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double eta = elapsed / static_cast<double>(m.step + 1 - first_step_) *
                      static_cast<double>(config_.steps - m.step - 1);
-  char line[256];
+  char val[32] = "";
+  if (m.val_loss) std::snprintf(val, sizeof val, " | val %.4f", *m.val_loss);
+  char line[288];
   std::snprintf(line, sizeof line,
-                "step %5lld/%lld | loss %.4f | %8.0f tok/s | comm %s exposed %.1f ms | "
+                "step %5lld/%lld | loss %.4f%s | %8.0f tok/s | comm %s exposed %.1f ms | "
                 "peak %s/rank | ETA %s",
                 static_cast<long long>(m.step + 1), static_cast<long long>(config_.steps), m.loss,
-                m.tokens_per_s, format_bytes(m.comm_bytes).c_str(), m.exposed_comm_s * 1e3,
+                val, m.tokens_per_s, format_bytes(m.comm_bytes).c_str(), m.exposed_comm_s * 1e3,
                 format_bytes(m.peak_mem_bytes).c_str(), format_duration(eta).c_str());
   // On a terminal the line is written over the live line, if any.
   out_ << (interactive_ ? "\r" : "") << line << (interactive_ ? "\033[K" : "");
@@ -166,13 +168,14 @@ void TrainReporter::on_step(const StepMetrics& m) {
                         {"unsharded_param_peak_bytes", m.unsharded_param_peak_bytes},
                         {"unsharded_grad_peak_bytes", m.unsharded_grad_peak_bytes}};
     if (m.grad_norm >= 0) j["grad_norm"] = m.grad_norm;
+    if (m.val_loss) j["val_loss"] = *m.val_loss;
     write_metrics(j.dump());
   }
   if (config_.quiet) return;
   const int64_t every =
       config_.log_every > 0 ? config_.log_every : std::max<int64_t>(1, config_.steps / 20);
-  const bool kept =
-      (m.step + 1) % every == 0 || m.step == first_step_ || m.step + 1 == config_.steps;
+  const bool kept = (m.step + 1) % every == 0 || m.step == first_step_ ||
+                    m.step + 1 == config_.steps || m.val_loss.has_value();
   if (kept || interactive_) print_progress(m, kept);
 }
 

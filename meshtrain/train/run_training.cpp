@@ -89,6 +89,12 @@ std::vector<StepMetrics> train_steps(const TrainConfig& config, Communicator& wo
   if (reporter)
     reporter->start(trainer.mesh().layout().to_string(), trainer.plan().describe(),
                     config.model->num_parameters());
+  if (reporter && config.validates())
+    reporter->note(
+        detail::concat("          validation every ", config.val_every,
+                       " steps and after the last: the mean loss over ", config.val_batches,
+                       config.val_batches == 1 ? " batch of " : " batches of ", config.batch, " x ",
+                       config.seq, " tokens from ", trainer.validation_source()));
   if (reporter && !trainer.resumed_from().empty())
     reporter->resumed(trainer.resumed_from(), trainer.steps_done());
   std::vector<StepMetrics> steps;
@@ -98,8 +104,10 @@ std::vector<StepMetrics> train_steps(const TrainConfig& config, Communicator& wo
       const trace::Counting counting(recorder);  // the profile covers the steps only
       steps.push_back(trainer.step());
     }
-    if (reporter) reporter->on_step(steps.back());
     const int64_t done = trainer.steps_done();
+    if (config.validates() && (done % config.val_every == 0 || done == config.steps))
+      steps.back().val_loss = trainer.validate();
+    if (reporter) reporter->on_step(steps.back());
     const bool due = config.checkpoint_every > 0 && done % config.checkpoint_every == 0;
     if (!config.checkpoint_dir.empty() && (due || done == config.steps)) {
       const std::string path = trainer.save_checkpoint();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace meshtrain {
@@ -9,6 +10,8 @@ namespace meshtrain {
 struct StepMetrics {
   int64_t step = 0;
   double loss = 0.0;        // mean cross-entropy over the global batch
+  // Validation's mean loss after this step's update, when the step validated (--val-every).
+  std::optional<double> val_loss;
   float lr = 0.f;
   double grad_norm = 0.0;  // global gradient norm before clipping
   double step_time_s = 0.0;  // slowest rank

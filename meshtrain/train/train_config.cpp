@@ -143,6 +143,11 @@ void TrainConfig::validate() const {
   check_range(world, 1 << 16, "--world");
   // In nanoseconds past now, a deadline overflows near 9.2e9 s; 1e8 s is over three years.
   check_range(timeout_s, int64_t{100'000'000}, "--timeout");
+  MT_CHECK(val_every >= 0, "--val-every must not be negative (0: no validation), got ", val_every);
+  MT_CHECK(val_batches >= 1, "--val-batches must be positive, got ", val_batches);
+  check_range(val_batches, int64_t{1} << 20, "--val-batches");
+  MT_CHECK(val_data_path.empty() || validates(), "--val-data '", val_data_path,
+           "' is read only with --val-every N (validate every N steps)");
   const double params = static_cast<double>(model->num_parameters());
   check_output_file(save_path, "--save", 4.0 * params);
   check_output_file(metrics_path, "--metrics", 0.0);
@@ -150,6 +155,7 @@ void TrainConfig::validate() const {
   for (const auto& [output, flag] :
        {std::pair{&save_path, "--save"}, {&metrics_path, "--metrics"}}) {
     check_output_is_not_input(*output, flag, data_path, "the --data file");
+    check_output_is_not_input(*output, flag, val_data_path, "the --val-data file");
     check_output_is_not_input(*output, flag, init_path, "the --init path");
   }
   check_output_is_not_input(metrics_path, "--metrics", save_path, "the --save file");
@@ -164,6 +170,7 @@ void TrainConfig::validate() const {
     for (const std::string& file : files) {
       if (std::filesystem::is_directory(report_dir)) check_regular_output(file, "--report");
       check_output_is_not_input(file, "--report", data_path, "the --data file");
+      check_output_is_not_input(file, "--report", val_data_path, "the --val-data file");
       check_output_is_not_input(file, "--report", init_path, "the --init path");
       check_output_is_not_input(file, "--report", save_path, "the --save file");
     }

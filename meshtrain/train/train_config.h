@@ -19,6 +19,10 @@ enum class BackendKind { local, mpi, nccl };
 BackendKind parse_backend(std::string_view text);
 std::string_view backend_name(BackendKind kind);
 
+// Without a validation file, the last 1/kValHeldOutDivisor of the data's tokens are held out of
+// training for validation (nanoGPT's 90/10 split).
+constexpr int64_t kValHeldOutDivisor = 10;
+
 struct TrainConfig {
   // The model to train: a registered family's (meshtrain/models/model_registry.h), GPT-2's
   // (gpt2_model(gpt2_preset("tiny"))), or any ModelSpec a program defines.
@@ -27,6 +31,13 @@ struct TrainConfig {
   // newest complete checkpoint is taken); empty: initialise from the seed.
   std::string init_path;
   std::string data_path;  // llm.c token file
+  // Validation (docs/data.md, "Validation"): every val_every steps (0: never) and after the
+  // last, the mean loss over val_batches batches of the training batch's shape, forward only, the
+  // same batches every time: from val_data_path, or when that is empty from the last tenth of
+  // data_path's tokens, which training then leaves out (kValHeldOutDivisor).
+  std::string val_data_path;
+  int64_t val_every = 0;
+  int64_t val_batches = 20;
   int64_t steps = 100;
   int64_t batch = 8;       // global sequences per optimizer step
   int64_t seq = 64;        // tokens per sequence
@@ -90,6 +101,9 @@ struct TrainConfig {
   int64_t log_every = 0;
   bool quiet = false;
 
+  // Whether the run validates (val_every > 0), and whether it then holds out part of data_path.
+  bool validates() const { return val_every > 0; }
+  bool holds_out_validation() const { return validates() && val_data_path.empty(); }
   // The metrics file the run writes: metrics_path, or with a report and no metrics_path,
   // report_dir/metrics.jsonl; empty: none.
   std::string metrics_file() const;

@@ -50,12 +50,16 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
   config_.validate();
   mesh_ = std::make_unique<DeviceMesh>(world_, config_.effective_mesh());
   TokenFile data = read_token_file(config_.data_path);
+  std::vector<Token> val_tokens = validation_tokens(data.tokens);
   const int64_t step_tokens = config_.batch * config_.seq + 1;
-  MT_CHECK(static_cast<int64_t>(data.tokens.size()) >= step_tokens, "--data '", config_.data_path,
-           "' holds ", data.tokens.size(),
-           " tokens, fewer than one step reads (--batch x --seq + 1 = ", step_tokens,
-           "): every batch would repeat the same data; use a longer file or a smaller --batch or "
-           "--seq");
+  MT_CHECK(
+      static_cast<int64_t>(data.tokens.size()) >= step_tokens, "--data '", config_.data_path,
+      "' holds ", data.tokens.size(), " tokens",
+      config_.holds_out_validation() ? " for training (the last tenth goes to validation)" : "",
+      ", fewer than one step reads (--batch x --seq + 1 = ", step_tokens,
+      "): every batch would repeat the same data; use a longer file or a smaller --batch or "
+      "--seq");
+  // The tokens training reads: a resume with another validation split is other data.
   data_ = fingerprint_tokens(data);
 
   // Sharded initialisation: the model has no tensors, and each rank fills only its own pieces,
@@ -101,6 +105,64 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
   batches_ = std::make_unique<TokenBatches>(
       std::move(data.tokens), config_.model->vocab(), config_.batch, config_.seq,
       mesh_->axis_size(mesh_axis::dp), mesh_->axis_rank(mesh_axis::dp));
+  if (config_.validates())
+    val_batches_ = std::make_unique<TokenBatches>(
+        std::move(val_tokens), config_.model->vocab(), config_.batch, config_.seq,
+        mesh_->axis_size(mesh_axis::dp), mesh_->axis_rank(mesh_axis::dp));
+}
+
+std::vector<Token> Trainer::validation_tokens(std::vector<Token>& data) const {
+  if (!config_.validates()) return {};
+  std::vector<Token> tokens;
+  if (config_.holds_out_validation()) {
+    const auto held_out = data.end() - static_cast<int64_t>(data.size()) / kValHeldOutDivisor;
+    tokens.assign(held_out, data.end());
+    data.erase(held_out, data.end());
+  } else {
+    tokens = read_token_file(config_.val_data_path).tokens;
+  }
+  // Distinct batches: reading past the end would wrap round and repeat tokens.
+  const int64_t needed = config_.val_batches * config_.batch * config_.seq + 1;
+  MT_CHECK(
+      static_cast<int64_t>(tokens.size()) >= needed,
+      "validation reads --val-batches x --batch "
+      "x --seq + 1 = ",
+      needed, " tokens, but ", validation_source(), " holds ", tokens.size(),
+      "; use fewer --val-batches, or a longer ",
+      config_.holds_out_validation() ? "--data file (or a --val-data file)" : "--val-data file");
+  return tokens;
+}
+
+std::string Trainer::validation_source() const {
+  if (!config_.validates()) return "";
+  if (!config_.holds_out_validation()) return "--val-data '" + config_.val_data_path + "'";
+  return "the last tenth of --data '" + config_.data_path + "' (held out of training)";
+}
+
+double Trainer::validate() {
+  MT_CHECK(val_batches_, "validate: the run has no validation (--val-every N)");
+  const trace::Scope span(trace::Kind::other, "validation");
+  double sum = 0.0;
+  for (int64_t k = 0; k < config_.val_batches; ++k) {
+    std::vector<MicroBatch> micro_batches = split_micro_batches(val_batches_->batch(k));
+    sum += parallel_.runner->evaluate(micro_batches, global_batch_tokens());
+  }
+  // Every batch holds as many tokens, so the mean of their means is the mean over all of them.
+  return sum / static_cast<double>(config_.val_batches);
+}
+
+double Trainer::global_batch_tokens() const {
+  return static_cast<double>(config_.batch * config_.seq);
+}
+
+std::vector<MicroBatch> Trainer::split_micro_batches(const TokenBatch& batch) const {
+  const int64_t micro_rows = batches_->local_batch() / config_.grad_accum;
+  std::vector<MicroBatch> micro_batches(static_cast<size_t>(config_.grad_accum));
+  for (int64_t k = 0; k < config_.grad_accum; ++k) {
+    micro_batches[k].tokens = batch.tokens.rows(k * micro_rows, micro_rows);
+    micro_batches[k].targets = batch.targets.rows(k * micro_rows, micro_rows);
+  }
+  return micro_batches;
 }
 
 uint64_t Trainer::strategy_bytes_sent() const {
@@ -120,14 +182,8 @@ StepMetrics Trainer::step() {
   const double waited_before = comm_wait_seconds();
   const auto start = Clock::now();
 
-  const TokenBatch batch = batches_->batch(step_);
-  const int64_t micro_rows = batches_->local_batch() / config_.grad_accum;
-  const double global_tokens = static_cast<double>(config_.batch * config_.seq);
-  std::vector<MicroBatch> micro_batches(static_cast<size_t>(config_.grad_accum));
-  for (int64_t k = 0; k < config_.grad_accum; ++k) {
-    micro_batches[k].tokens = batch.tokens.rows(k * micro_rows, micro_rows);
-    micro_batches[k].targets = batch.targets.rows(k * micro_rows, micro_rows);
-  }
+  const double global_tokens = global_batch_tokens();
+  std::vector<MicroBatch> micro_batches = split_micro_batches(batches_->batch(step_));
   const double loss = parallel_.runner->run(micro_batches, global_tokens);
 
   TrainableState& state = *parallel_.state;

@@ -28,6 +28,12 @@ class Trainer {
   // Runs the next optimizer step (collective) and returns its metrics.
   StepMetrics step();
   int64_t steps_done() const { return step_; }
+  // Collective, for a run that validates (config.val_every > 0): the mean token loss of the
+  // model as it stands over the validation batches, forward only. Changes nothing that training
+  // reads (parameters, optimizer, data position).
+  double validate();
+  // Where the validation batches come from, for the console ("" without validation).
+  std::string validation_source() const;
 
   Model& model() { return *model_; }
   // Where this rank keeps its state (its GPU under --device cuda).
@@ -59,6 +65,11 @@ class Trainer {
 
  private:
   uint64_t strategy_bytes_sent() const;
+  // Validation's tokens (none without validation), held out of `data` when they come from it.
+  std::vector<Token> validation_tokens(std::vector<Token>& data) const;
+  double global_batch_tokens() const;
+  // This rank's part of a batch as the step's micro-batches.
+  std::vector<MicroBatch> split_micro_batches(const TokenBatch& batch) const;
 
   TrainConfig config_;
   Communicator& world_;
@@ -69,6 +80,7 @@ class Trainer {
   ParallelPlan plan_;
   ParallelModel parallel_;
   std::unique_ptr<TokenBatches> batches_;
+  std::unique_ptr<TokenBatches> val_batches_;  // null without validation
   AdamW optimizer_;
   DataFingerprint data_;
   int64_t step_ = 0;

@@ -166,7 +166,11 @@ void check_resumable(const nlohmann::json& metadata, const TrainConfig& config,
   MT_CHECK(tokens == data.tokens && hash == hex(data.hash), "--resume ", checkpoint,
            ": the data differs: the checkpoint was trained on ", tokens, " tokens (FNV-1a ", hash,
            ", from '", fields.string_field(stored, "path"), "'), --data '", config.data_path,
-           "' holds ", data.tokens, " tokens (FNV-1a ", hex(data.hash), ")");
+           "' holds ", data.tokens, " tokens (FNV-1a ", hex(data.hash), ")",
+           config.holds_out_validation()
+               ? " for training, its last tenth held out for validation (--val-every without "
+                 "--val-data): resume with the validation settings the checkpoint was trained with"
+               : "");
 }
 
 std::vector<StoredTensor> stored_training_state(TrainableState& state, AdamW& optimizer,

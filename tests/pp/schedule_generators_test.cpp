@@ -64,6 +64,34 @@ TEST(ScheduleGenerators, SmallSchedulesExactly) {
             "3RECV_F1 3F1 3B1 3SEND_B1 1RECV_B0 1B0 1SEND_B0 1RECV_B1 1B1 1SEND_B1\n");
 }
 
+// Validation's forward pass: every stage's forward of every micro-batch once, stage by stage on
+// each rank, each remote activation sent once and received once.
+TEST(ScheduleGenerators, ForwardOnlyPass) {
+  EXPECT_EQ(make_forward_schedule(2, 2, 2).to_string(),
+            "schedule ranks=2 virtual_stages=2 micro_batches=2\n"
+            "rank 0: 0F0 0SEND_F0 0F1 0SEND_F1 2RECV_F0 2F0 2SEND_F0 2RECV_F1 2F1 2SEND_F1\n"
+            "rank 1: 1RECV_F0 1F0 1SEND_F0 1RECV_F1 1F1 1SEND_F1 3RECV_F0 3F0 3RECV_F1 3F1\n");
+  for (int p = 1; p <= 4; ++p)
+    for (int m = 1; m <= 5; ++m)
+      for (int v = 1; v <= 3; ++v) {
+        const Schedule s = make_forward_schedule(p, m, v);
+        int forwards = 0, sends = 0, receives = 0;
+        for (const std::vector<Action>& actions : s.per_rank)
+          for (const Action& a : actions) {
+            forwards += a.kind == ActionKind::forward;
+            sends += a.kind == ActionKind::send_f;
+            receives += a.kind == ActionKind::recv_f;
+            EXPECT_TRUE(a.kind == ActionKind::forward || a.kind == ActionKind::send_f ||
+                        a.kind == ActionKind::recv_f)
+                << to_string(a);
+          }
+        EXPECT_EQ(forwards, p * v * m) << "p=" << p << " m=" << m << " v=" << v;
+        // Every stage boundary crosses ranks, except with one rank.
+        EXPECT_EQ(sends, p == 1 ? 0 : (p * v - 1) * m) << "p=" << p << " m=" << m << " v=" << v;
+        EXPECT_EQ(receives, sends);
+      }
+}
+
 // Closed forms with stages of equal cost: GPipe and 1F1B idle (p-1)/(m+p-1) of the time,
 // interleaved (p-1)/(v*m+p-1). They hold for any F, I, W, so two cost sets are checked, and for
 // every m from p to 3p+1 (p, 2p, odd counts, and interleaved groups of unequal size).

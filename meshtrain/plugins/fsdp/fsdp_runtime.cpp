@@ -78,6 +78,15 @@ void FsdpRuntime::post_backward(int unit, int, bool last_backward) {
 
 void FsdpRuntime::finish_backward() { finish_reductions(true); }
 
+void FsdpRuntime::finish_forward_only() {
+  for (const auto& u : units_) {
+    // A prefetched gather completes before its buffers go.
+    if (u->gather_in_flight()) u->unshard();
+    if (u->state() != ShardState::sharded) u->reshard(ShardState::sharded);
+    u->set_phase(TrainingPhase::idle);
+  }
+}
+
 std::vector<OptimizerSlot> FsdpTrainableState::optimizer_slots() {
   std::vector<OptimizerSlot> slots;
   for (const auto& u : runtime_.units()) {

@@ -26,6 +26,9 @@ class FsdpRuntime : public StepHooks {
   void pre_backward(int unit, int micro_batch) override;
   void post_backward(int unit, int micro_batch, bool last_backward) override;
   void finish_backward() override;
+  // Reshards every unit a forward-only pass left gathered (kept for a backward that never comes:
+  // reshard_after_forward off, a pipeline, a prefetch), so the pass holds nothing after it.
+  void finish_forward_only() override;
 
   const std::vector<std::unique_ptr<FsdpUnit>>& units() const { return units_; }
   const FsdpGroups& groups() const { return groups_; }

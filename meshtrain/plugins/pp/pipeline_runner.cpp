@@ -143,7 +143,29 @@ const Schedule& PipelineRunner::schedule(int micro_batches) {
 
 double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global_tokens) {
   prepare(micro_batches, global_tokens);
-  const Schedule& plan = schedule(static_cast<int>(micro_batches.size()));
+  const auto start = std::chrono::steady_clock::now();
+  timing_ = execute(schedule(static_cast<int>(micro_batches.size())), micro_batches, true);
+  engine_.finish_backward();
+  sum_tied_gradients();
+  timing_.step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return reduce_loss(micro_batches, global_tokens);
+}
+
+double PipelineRunner::evaluate(std::vector<MicroBatch>& micro_batches, double global_tokens) {
+  prepare(micro_batches, global_tokens);
+  const int m = static_cast<int>(micro_batches.size());
+  auto it = forward_schedules_.find(m);
+  if (it == forward_schedules_.end())
+    it = forward_schedules_
+             .emplace(m, make_forward_schedule(placement_.ranks, m, placement_.virtual_stages))
+             .first;
+  execute(it->second, micro_batches, false);
+  engine_.finish_forward_only();
+  return reduce_loss(micro_batches, global_tokens);
+}
+
+PipelineTiming PipelineRunner::execute(const Schedule& plan, std::vector<MicroBatch>& micro_batches,
+                                       bool for_backward) {
   const std::vector<Action>& actions = plan.per_rank.at(placement_.rank);
   const int last_stage = plan.stages() - 1;
   const auto chunk_of = [&](int stage) {
@@ -179,12 +201,11 @@ double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global
   };
 
   StepState st;
-  timing_ = {};
+  PipelineTiming timing;
   using Clock = std::chrono::steady_clock;
   const auto seconds_since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
-  const auto step_start = Clock::now();
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
     if (is_compute(a.kind)) st.flush(pp_);  // the transfers before it go out together
@@ -218,9 +239,12 @@ double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global
                           ? take(st.outputs, {a.stage - 1, a.micro_batch}, "the output")
                           : wait_for(st.inputs, key, "the input");
         start = Clock::now();  // after the wait for the input: that is bubble, not compute
-        engine_.forward(mb, placement_.spans[chunk_of(a.stage)]);
-        timing_.forward_s += seconds_since(start);
-        ++timing_.forwards;
+        if (for_backward)
+          engine_.forward(mb, placement_.spans[chunk_of(a.stage)]);
+        else
+          engine_.forward_only(mb, placement_.spans[chunk_of(a.stage)]);
+        timing.forward_s += seconds_since(start);
+        ++timing.forwards;
         if (a.stage < last_stage) st.outputs[key] = std::move(mb.hidden);
         mb.hidden = Tensor();
         break;
@@ -235,8 +259,8 @@ double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global
         engine_.backward(mb, placement_.spans[chunk_of(a.stage)], last_backward[a.stage] == i,
                          a.kind == ActionKind::full_backward ? BackwardPart::full
                                                              : BackwardPart::input);
-        timing_.backward_input_s += seconds_since(start);
-        ++timing_.backwards;
+        timing.backward_input_s += seconds_since(start);
+        ++timing.backwards;
         if (a.stage > 0) st.in_grads[key] = std::move(mb.hidden);
         mb.hidden = Tensor();
         break;
@@ -244,18 +268,15 @@ double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global
       case ActionKind::backward_weight:
         engine_.backward(mb, placement_.spans[chunk_of(a.stage)], last_backward[a.stage] == i,
                          BackwardPart::weight);
-        timing_.backward_weight_s += seconds_since(start);
-        ++timing_.weights;
+        timing.backward_weight_s += seconds_since(start);
+        ++timing.weights;
         break;
     }
     st.reap_sends();
   }
   st.flush(pp_);
   for (Transfer& t : st.sends) t.work->wait();
-  engine_.finish_backward();
-  sum_tied_gradients();
-  timing_.step_s = seconds_since(step_start);
-  return reduce_loss(micro_batches, global_tokens);
+  return timing;
 }
 
 void PipelineRunner::sum_tied_gradients() {

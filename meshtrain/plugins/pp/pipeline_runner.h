@@ -53,12 +53,18 @@ class PipelineRunner : public StepRunner {
                  PipelinePlacement placement, DType activation_dtype = DType::f32);
 
   double run(std::vector<MicroBatch>& micro_batches, double global_tokens) override;
+  // Forward only, through make_forward_schedule's pass over the same stages.
+  double evaluate(std::vector<MicroBatch>& micro_batches, double global_tokens) override;
   // The schedule for `micro_batches` (generated once per count).
   const Schedule& schedule(int micro_batches);
   const PipelinePlacement& placement() const { return placement_; }
+  // The last training step's (evaluate leaves it as it was).
   const PipelineTiming& last_timing() const { return timing_; }
 
  private:
+  // Runs this rank's actions of `plan`; F keeps what backward needs only when `for_backward`.
+  PipelineTiming execute(const Schedule& plan, std::vector<MicroBatch>& micro_batches,
+                         bool for_backward);
   void sum_tied_gradients();
   // Where a stage boundary's activation (or its gradient) for `mb` is received.
   Tensor boundary_buffer(const MicroBatch& mb);
@@ -68,7 +74,8 @@ class PipelineRunner : public StepRunner {
   PipelinePlacement placement_;
   DType activation_dtype_;
   Device activation_device_;
-  std::map<int, Schedule> schedules_;
+  std::map<int, Schedule> schedules_;          // by micro-batch count
+  std::map<int, Schedule> forward_schedules_;  // likewise
   PipelineTiming timing_;
 };
 

@@ -153,4 +153,22 @@ Schedule make_schedule(ScheduleKind kind, int ranks, int micro_batches, int virt
   return add_communication(compute);
 }
 
+Schedule make_forward_schedule(int ranks, int micro_batches, int virtual_stages) {
+  MT_CHECK(ranks >= 1 && micro_batches >= 1 && virtual_stages >= 1,
+           "a forward pass needs at least one rank, micro-batch and stage per rank, got ", ranks,
+           ", ", micro_batches, " and ", virtual_stages);
+  const int64_t actions = int64_t{3} * ranks * micro_batches * virtual_stages;
+  MT_CHECK(actions <= kMaxScheduleActions, "a forward pass over ", ranks, " ranks x ",
+           micro_batches, " micro-batches x ", virtual_stages, " virtual stages has about ",
+           actions, " actions; at most ", kMaxScheduleActions, " are built");
+  Schedule compute{ranks, virtual_stages, micro_batches, {}};
+  for (int rank = 0; rank < ranks; ++rank) {
+    Actions out;
+    for (int chunk = 0; chunk < virtual_stages; ++chunk)
+      for (int mb = 0; mb < micro_batches; ++mb) out.push_back(forward(chunk * ranks + rank, mb));
+    compute.per_rank.push_back(std::move(out));
+  }
+  return add_communication(compute);
+}
+
 }  // namespace meshtrain

@@ -30,4 +30,10 @@ inline constexpr int64_t kMaxScheduleActions = int64_t{1} << 24;
 // Throws InvalidArgument naming the bad value.
 Schedule make_schedule(ScheduleKind kind, int ranks, int micro_batches, int virtual_stages = 1);
 
+// A pass without backward (validation), for any schedule's stage placement: each rank runs the
+// forwards of its stages, the first stage's micro-batches in order, then the next stage's (as
+// GPipe's forward half, over virtual stages too), with their transfers. Not a training schedule:
+// validate() wants backwards.
+Schedule make_forward_schedule(int ranks, int micro_batches, int virtual_stages = 1);
+
 }  // namespace meshtrain
