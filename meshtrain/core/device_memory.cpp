@@ -314,6 +314,16 @@ int cuda_device_count() {
 #endif
 }
 
+std::string cuda_device_name([[maybe_unused]] int index) {
+#if MESHTRAIN_HAS_CUDA
+  cudaDeviceProp properties{};
+  if (cudaGetDeviceProperties(&properties, index) != cudaSuccess) return "";
+  return properties.name;
+#else
+  return "";
+#endif
+}
+
 void device_synchronize(Device device, [[maybe_unused]] std::chrono::milliseconds timeout) {
   if (device.is_cpu()) return;
 #if MESHTRAIN_HAS_CUDA

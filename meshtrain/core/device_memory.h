@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <string>
 
 #include "meshtrain/core/device.h"
 
@@ -25,6 +26,8 @@ void device_memset_zero(Device device, void* ptr, size_t bytes);
 void device_memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
 // Number of CUDA devices visible; 0 without a GPU or without CUDA in this build.
 int cuda_device_count();
+// The name CUDA reports for device `index` ("NVIDIA H100 80GB HBM3"); "" when it cannot tell.
+std::string cuda_device_name(int index);
 // How long a device wait may take before it is taken for a hung GPU.
 inline constexpr std::chrono::milliseconds kDeviceWaitTimeout = std::chrono::minutes(5);
 // Blocks the host until all work on the calling thread's CUDA stream is done (no-op on CPU), for

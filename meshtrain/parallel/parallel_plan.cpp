@@ -62,6 +62,7 @@ ParallelModel ParallelPlan::apply(DeviceMesh& mesh, Model& model,
   result.engine = std::make_unique<Engine>(*ctx.model, make_unit_plan(*ctx.model, ctx.unit_specs));
   for (StepHooks* h : ctx.hooks) result.engine->add_hooks(h);
   result.state = std::move(ctx.state);
+  result.compute_dtype = ctx.compute_dtype;
   result.runner = ctx.make_runner
                       ? ctx.make_runner(*result.engine, *result.state, mesh, ctx.compute_dtype)
                       : std::make_unique<StepRunner>(*result.engine, mesh);

@@ -17,6 +17,7 @@ struct ParallelModel {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<TrainableState> state;
   std::unique_ptr<StepRunner> runner;  // runs a step's micro-batches through the engine
+  DType compute_dtype = DType::f32;    // what layers compute in (FSDP's param_dtype)
 };
 
 class ParallelPlan {

@@ -100,13 +100,20 @@ void TrainReporter::print_progress(const StepMetrics& m, bool kept) {
                      static_cast<double>(config_.steps - m.step - 1);
   char val[32] = "";
   if (m.val_loss) std::snprintf(val, sizeof val, " | val %.4f", *m.val_loss);
-  char line[288];
+  // MFU where the devices' peak is known, else the model FLOP/s achieved.
+  char flops[32];
+  if (m.mfu > 0)
+    std::snprintf(flops, sizeof flops, "MFU %.1f%%", 100.0 * m.mfu);
+  else
+    std::snprintf(flops, sizeof flops, "%.1f GFLOP/s", m.model_flops_per_s * 1e-9);
+  char line[320];
   std::snprintf(line, sizeof line,
-                "step %5lld/%lld | loss %.4f%s | %8.0f tok/s | comm %s exposed %.1f ms | "
+                "step %5lld/%lld | loss %.4f%s | %8.0f tok/s, %s | comm %s exposed %.1f ms | "
                 "peak %s/rank | ETA %s",
                 static_cast<long long>(m.step + 1), static_cast<long long>(config_.steps), m.loss,
-                val, m.tokens_per_s, format_bytes(m.comm_bytes).c_str(), m.exposed_comm_s * 1e3,
-                format_bytes(m.peak_mem_bytes).c_str(), format_duration(eta).c_str());
+                val, m.tokens_per_s, flops, format_bytes(m.comm_bytes).c_str(),
+                m.exposed_comm_s * 1e3, format_bytes(m.peak_mem_bytes).c_str(),
+                format_duration(eta).c_str());
   // On a terminal the line is written over the live line, if any.
   out_ << (interactive_ ? "\r" : "") << line << (interactive_ ? "\033[K" : "");
   live_line_ = interactive_ && !kept;
@@ -167,6 +174,8 @@ void TrainReporter::on_step(const StepMetrics& m) {
                         {"comm_staging_peak_bytes", m.comm_staging_peak_bytes},
                         {"unsharded_param_peak_bytes", m.unsharded_param_peak_bytes},
                         {"unsharded_grad_peak_bytes", m.unsharded_grad_peak_bytes}};
+    j["model_flops_per_s"] = m.model_flops_per_s;
+    if (m.mfu > 0) j["mfu"] = m.mfu;
     if (m.grad_norm >= 0) j["grad_norm"] = m.grad_norm;
     if (m.val_loss) j["val_loss"] = *m.val_loss;
     write_metrics(j.dump());

@@ -16,6 +16,10 @@ struct StepMetrics {
   double grad_norm = 0.0;  // global gradient norm before clipping
   double step_time_s = 0.0;  // slowest rank
   double tokens_per_s = 0.0;  // global tokens / step time
+  // The model's FLOPs of the step (ModelSpec::training_flops) per second of step time, and their
+  // share of the devices' published dense peak (0 where that is not known: CPUs, other GPUs).
+  double model_flops_per_s = 0.0;
+  double mfu = 0.0;
   double exposed_comm_s = 0.0;  // time blocked on communication, slowest rank
   uint64_t comm_bytes = 0;      // bytes sent in this step on the strategies' groups, busiest rank
   uint64_t peak_mem_bytes = 0;  // tracked peak of the step, largest over ranks

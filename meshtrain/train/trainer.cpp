@@ -21,6 +21,7 @@
 #include "meshtrain/models/token_file.h"
 #include "meshtrain/parallel/grad_norm.h"
 #include "meshtrain/train/bound_strategies.h"
+#include "meshtrain/train/device_peak.h"
 
 namespace meshtrain {
 
@@ -100,6 +101,14 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
     MT_CHECK(step_ <= config_.steps, "--resume ", checkpoint->path(), ": the checkpoint (step ",
              step_, ") is past --steps ", config_.steps, " (the run's total)");
     resumed_from_ = checkpoint->path();
+  }
+
+  if (device_.is_cuda()) {
+    peak_flops_per_device_ =
+        published_dense_peak_flops(cuda_device_name(device_.index), parallel_.compute_dtype);
+    // Local ranks share the visible GPUs; other backends run one rank per GPU.
+    devices_ = config_.backend == BackendKind::local ? std::min(world_.size(), cuda_device_count())
+                                                     : world_.size();
   }
 
   batches_ = std::make_unique<TokenBatches>(
@@ -259,6 +268,8 @@ StepMetrics Trainer::step() {
   }
   m.peak_mem_bytes = max_of(m.peak_mem_per_rank);
   m.tokens_per_s = global_tokens / m.step_time_s;
+  m.model_flops_per_s = config_.model->training_flops(global_tokens, config_.seq) / m.step_time_s;
+  m.mfu = model_flop_utilisation(m.model_flops_per_s, peak_flops_per_device_, devices_);
   ++step_;
   return m;
 }

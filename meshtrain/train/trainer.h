@@ -84,6 +84,10 @@ class Trainer {
   AdamW optimizer_;
   DataFingerprint data_;
   int64_t step_ = 0;
+  // MFU's denominator: the published peak of one of the run's GPUs and how many run it (0 and 0
+  // on CPUs and unlisted GPUs).
+  double peak_flops_per_device_ = 0.0;
+  int devices_ = 0;
   std::string resumed_from_;
 };
 

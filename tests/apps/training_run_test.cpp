@@ -60,6 +60,10 @@ TEST(TrainingRun, MetricsFileHasOneJsonObjectPerStep) {
     EXPECT_EQ(j["comm_bytes"].get<uint64_t>(), m.comm_bytes);
     EXPECT_GT(j["grad_norm"].get<double>(), 0.0);
     EXPECT_NEAR(j["lr"].get<double>(), 1e-3, 1e-9);
+    // The model's FLOPs of the step over its time; no MFU without a GPU's published peak.
+    EXPECT_NEAR(j["model_flops_per_s"].get<double>() * j["step_time_s"].get<double>(),
+                c.model->training_flops(4.0 * 16, 16), 1e-6 * c.model->training_flops(64, 16));
+    EXPECT_FALSE(j.contains("mfu"));
   }
   // The same communication every step.
   for (size_t i = 1; i < steps.size(); ++i) EXPECT_EQ(steps[i].comm_bytes, steps[0].comm_bytes);
