@@ -26,6 +26,10 @@ class StepRunner {
   // run() does. Collective over the world.
   virtual double evaluate(std::vector<MicroBatch>& micro_batches, double global_tokens);
 
+  // This rank's pipeline bubble in the last run(): time blocked on other pipeline stages (0
+  // without a pipeline).
+  virtual double last_bubble_s() const { return 0.0; }
+
  protected:
   // Numbers the micro-batches and sets their loss scale, 1 / global_tokens.
   static void prepare(std::vector<MicroBatch>& micro_batches, double global_tokens);

@@ -166,6 +166,9 @@ std::string final_figures(const RunMetrics& m) {
   row(out, "step time (mean)", fixed(mean_of(m.step_time_s, from) * 1e3, 1) + " ms");
   row(out, "exposed communication (mean)",
       fixed(mean_of(m.exposed_comm_s, from) * 1e3, 1) + " ms per step");
+  if (m.has_bubble)
+    row(out, "of which pipeline bubble (mean)",
+        fixed(mean_of(m.bubble_s, from) * 1e3, 1) + " ms per step");
   row(out, "time in steps", fixed(total, 1) + " s");
   row(out, "communication (last step)", byte_text(m.comm_bytes.back()));
   double peak = kMissing;
@@ -204,9 +207,15 @@ std::string charts(const RunMetrics& m) {
   figure(svg_line_chart(
       {{"tokens/s", m.step, m.tokens_per_s}},
       {.title = "Throughput", .x_label = "step", .y_label = "tokens/s", .y_from_zero = true}));
+  // Exposed communication counts every wait, a pipeline's for other stages too: the bubble is
+  // part of it, drawn beside it.
+  std::vector<ChartSeries> time = {
+      {"step time", m.step, scaled(m.step_time_s, 1e3)},
+      {"exposed communication", m.step, scaled(m.exposed_comm_s, 1e3), true}};
+  if (m.has_bubble)
+    time.push_back({"of which pipeline bubble", m.step, scaled(m.bubble_s, 1e3), true});
   figure(svg_line_chart(
-      {{"step time", m.step, scaled(m.step_time_s, 1e3)},
-       {"exposed communication", m.step, scaled(m.exposed_comm_s, 1e3), true}},
+      time,
       {.title = "Step time", .x_label = "step", .y_label = "milliseconds", .y_from_zero = true}));
   // Peak memory: one line per rank where the lines carry them, else the largest rank's.
   size_t ranks = 0;
@@ -279,6 +288,8 @@ RunMetrics read_metrics_file(const std::string& path) {
     m.step_time_s.push_back(line.number("step_time_s", false));
     m.tokens_per_s.push_back(line.number("tokens_per_s", false));
     m.exposed_comm_s.push_back(line.number("exposed_comm_s", false));
+    m.bubble_s.push_back(line.number("bubble_s", false));
+    m.has_bubble = m.has_bubble || j.contains("bubble_s");
     m.grad_norm.push_back(line.number("grad_norm", false));
     m.has_grad_norm = m.has_grad_norm || j.contains("grad_norm");
     m.comm_bytes.push_back(line.number("comm_bytes", false));

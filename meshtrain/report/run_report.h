@@ -18,10 +18,10 @@ namespace meshtrain {
 // null: a loss that was not finite) or lacks an optional field.
 struct RunMetrics {
   std::string path;
-  std::vector<double> step, loss, val_loss, lr, step_time_s, tokens_per_s, exposed_comm_s,
+  std::vector<double> step, loss, val_loss, lr, step_time_s, tokens_per_s, exposed_comm_s, bubble_s,
       grad_norm, comm_bytes, peak_mem_bytes;
   std::vector<std::vector<double>> peak_mem_per_rank;  // [line][rank]
-  bool has_val_loss = false, has_grad_norm = false;
+  bool has_val_loss = false, has_grad_norm = false, has_bubble = false;
   size_t size() const { return step.size(); }
 };
 

@@ -139,6 +139,25 @@ TEST(TrainingRun, TrainerStepsDirectly) {
   EXPECT_EQ(seen[0].peak_mem_per_rank, seen[1].peak_mem_per_rank);
 }
 
+// A pipelined step reports its bubble: the time blocked on other stages, part of the exposed
+// communication (every wait counts there); a run without a pipeline has none.
+TEST(TrainingRun, APipelinedStepReportsItsBubble) {
+  ScratchDir dir;
+  TrainConfig c = tiny_config(dir, 2);
+  c.mesh = parse_mesh_spec("pp=2");
+  c.grad_accum = 2;
+  std::ostringstream out;
+  for (const StepMetrics& m : run_training(c, out, false)) {
+    EXPECT_TRUE(m.pipelined);
+    EXPECT_GT(m.bubble_s, 0.0) << "step " << m.step + 1;
+    EXPECT_LE(m.bubble_s, m.exposed_comm_s) << "step " << m.step + 1;
+  }
+  for (const StepMetrics& m : run_training(tiny_config(dir, 2), out, false)) {
+    EXPECT_FALSE(m.pipelined);
+    EXPECT_EQ(m.bubble_s, 0.0);
+  }
+}
+
 TEST(TrainingRun, CommBytesCountedWhenFsdpShardsOverBothDataAxes) {
   // FSDP full over dp_replicate=2 x dp_shard=2 shards across all 4 data ranks, exactly as over
   // dp_shard=4: the same collectives on a group of 4, so the same bytes per step.

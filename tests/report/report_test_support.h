@@ -18,10 +18,12 @@ inline void write_file(const std::string& path, const std::string& text) {
 
 inline double loss_at(int64_t step) { return 5.5 - std::log(static_cast<double>(step)); }
 
+inline double bubble_at(int64_t step) { return 0.002 + 0.0001 * static_cast<double>(step); }
+
 // `steps` lines as `meshtrain train --metrics` writes them, on `ranks` ranks; with a validation
-// loss every `val_every` steps (0: none).
-inline void write_metrics(const std::string& path, int64_t steps, int ranks,
-                          int64_t val_every = 0) {
+// loss every `val_every` steps (0: none), and a pipeline's bubble when `pipelined`.
+inline void write_metrics(const std::string& path, int64_t steps, int ranks, int64_t val_every = 0,
+                          bool pipelined = false) {
   std::string text;
   for (int64_t step = 1; step <= steps; ++step) {
     nlohmann::json per_rank = nlohmann::json::array();
@@ -47,6 +49,7 @@ inline void write_metrics(const std::string& path, int64_t steps, int ranks,
                         {"unsharded_grad_peak_bytes", 500},
                         {"grad_norm", 1.5}};
     if (val_every > 0 && step % val_every == 0) j["val_loss"] = loss_at(step) + 0.25;
+    if (pipelined) j["bubble_s"] = bubble_at(step);
     text += j.dump() + "\n";
   }
   write_file(path, text);

@@ -148,6 +148,34 @@ TEST(RunReport, WritesOneSelfContainedPageWithTheCharts) {
   EXPECT_EQ(lines(charts[2], "exposed communication").size(), 1u);
   for (int r = 0; r < 4; ++r)
     EXPECT_EQ(lines(charts[3], "rank " + std::to_string(r)).size(), 1u) << "rank " << r;
+  EXPECT_TRUE(lines(charts[2], "of which pipeline bubble").empty());  // no pipeline here
+  EXPECT_THAT(html, Not(HasSubstr("pipeline bubble")));
+}
+
+// A pipelined run's step-time chart splits out the bubble, and the table gives its mean.
+TEST(RunReport, APipelinedRunShowsItsBubble) {
+  ScratchDir dir;
+  const std::string metrics = dir.file("metrics.jsonl");
+  testing::write_metrics(metrics, 6, /*ranks=*/2, /*val_every=*/0, /*pipelined=*/true);
+  const RunMetrics m = read_metrics_file(metrics);
+  ASSERT_TRUE(m.has_bubble);
+  EXPECT_DOUBLE_EQ(m.bubble_s[3], testing::bubble_at(4));
+  const std::string html = read(write_run_report(metrics, dir.file("report"), RunInfo{}));
+  const size_t chart = html.find("Step time");
+  ASSERT_NE(chart, std::string::npos);
+  const XmlNode svg = MiniXml::parse(html.substr(
+      html.rfind("<svg", chart), html.find("</svg>", chart) + 6 - html.rfind("<svg", chart)));
+  std::vector<const XmlNode*> all;
+  svg.find_all("polyline", all);
+  EXPECT_EQ(std::count_if(all.begin(), all.end(),
+                          [](const XmlNode* line) {
+                            return line->attributes.count("data-series") &&
+                                   line->attributes.at("data-series") == "of which pipeline bubble";
+                          }),
+            1);
+  // Steps 2 to 6 (the first warms up): 2.0 + 0.1 x 4 ms on average.
+  EXPECT_THAT(html, HasSubstr("of which pipeline bubble (mean)"));
+  EXPECT_THAT(html, HasSubstr("2.4 ms per step"));
 }
 
 TEST(RunReport, AnEmptyFileGivesAPageWithoutCharts) {

@@ -110,6 +110,7 @@ PipelineTiming& PipelineTiming::operator+=(const PipelineTiming& other) {
   forward_s += other.forward_s;
   backward_input_s += other.backward_input_s;
   backward_weight_s += other.backward_weight_s;
+  transfer_wait_s += other.transfer_wait_s;
   forwards += other.forwards;
   backwards += other.backwards;
   weights += other.weights;
@@ -238,6 +239,7 @@ PipelineTiming PipelineRunner::execute(const Schedule& plan, std::vector<MicroBa
           mb.hidden = plan.rank_of(a.stage - 1) == placement_.rank
                           ? take(st.outputs, {a.stage - 1, a.micro_batch}, "the output")
                           : wait_for(st.inputs, key, "the input");
+        timing.transfer_wait_s += seconds_since(start);
         start = Clock::now();  // after the wait for the input: that is bubble, not compute
         if (for_backward)
           engine_.forward(mb, placement_.spans[chunk_of(a.stage)]);
@@ -255,6 +257,7 @@ PipelineTiming PipelineRunner::execute(const Schedule& plan, std::vector<MicroBa
           mb.hidden = plan.rank_of(a.stage + 1) == placement_.rank
                           ? take(st.in_grads, {a.stage + 1, a.micro_batch}, "the input gradient")
                           : wait_for(st.out_grads, key, "the output gradient");
+        timing.transfer_wait_s += seconds_since(start);
         start = Clock::now();
         engine_.backward(mb, placement_.spans[chunk_of(a.stage)], last_backward[a.stage] == i,
                          a.kind == ActionKind::full_backward ? BackwardPart::full
@@ -275,7 +278,9 @@ PipelineTiming PipelineRunner::execute(const Schedule& plan, std::vector<MicroBa
     st.reap_sends();
   }
   st.flush(pp_);
+  const auto sends_start = Clock::now();
   for (Transfer& t : st.sends) t.work->wait();
+  timing.transfer_wait_s += seconds_since(sends_start);
   return timing;
 }
 

@@ -39,6 +39,9 @@ struct PipelineTiming {
   double forward_s = 0;          // all F actions
   double backward_input_s = 0;   // all B and I actions (B: the whole backward)
   double backward_weight_s = 0;  // all W actions
+  // Blocked on other stages: waiting for an activation or gradient to arrive, and at the end for
+  // the last sends to be taken. The bubble, as this rank lives it.
+  double transfer_wait_s = 0;
   int forwards = 0, backwards = 0, weights = 0;
   double compute_s() const { return forward_s + backward_input_s + backward_weight_s; }
   PipelineTiming& operator+=(const PipelineTiming& other);  // sums over steps or ranks
@@ -60,6 +63,7 @@ class PipelineRunner : public StepRunner {
   const PipelinePlacement& placement() const { return placement_; }
   // The last training step's (evaluate leaves it as it was).
   const PipelineTiming& last_timing() const { return timing_; }
+  double last_bubble_s() const override { return timing_.transfer_wait_s; }
 
  private:
   // Runs this rank's actions of `plan`; F keeps what backward needs only when `for_backward`.
