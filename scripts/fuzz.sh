@@ -3,7 +3,8 @@
 # UndefinedBehaviorSanitizer: the same targets that CI runs on their seed corpora and a bounded
 # number of mutations (scripts/sanitize.sh), here guided by coverage for as long as asked.
 #   bash scripts/fuzz.sh TARGET [SECONDS]      TARGET: token_file, safetensors,
-#                                              safetensors_index, checkpoint or metrics
+#                                              safetensors_index, checkpoint, metrics,
+#                                              config_file or hf_config
 # New inputs that reach new code go to build-fuzz/corpus/TARGET (copy the useful ones into
 # tests/fuzz/corpus/TARGET); a crash leaves build-fuzz/crash-* for the driver or libFuzzer to rerun.
 set -euo pipefail

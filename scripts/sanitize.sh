@@ -46,11 +46,11 @@ thread() {
 
 address() {
   build build-asan address,undefined checkpoint_tests models_tests fuzz_token_file fuzz_safetensors \
-    fuzz_safetensors_index fuzz_checkpoint fuzz_metrics
+    fuzz_safetensors_index fuzz_checkpoint fuzz_metrics fuzz_config_file fuzz_hf_config
   # detect_leaks: a parser that loses memory on a refused input is a finding too.
   ASAN_OPTIONS="detect_leaks=1 abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1" \
     ctest --test-dir build-asan --output-on-failure -j"$jobs" \
-    -R '^(Fuzz\.|Checkpoint|Reshard|Convert|Safetensors|TokenFile|Hostile)'
+    -R '^(Fuzz\.|Checkpoint|Reshard|Convert|Safetensors|TokenFile|Hostile|HfConfigJson)'
 }
 
 case "${1:-all}" in

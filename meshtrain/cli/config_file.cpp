@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "meshtrain/core/error.h"
+#include "meshtrain/core/parse_integer.h"
 #include "meshtrain/mesh/axis_names.h"
 #include "meshtrain/train/bound_strategies.h"
 
@@ -115,13 +116,29 @@ Type declared_type(const OptionSpec& option) {
   }
 }
 
-// A declared option's value (text, as the registries take it) as a TOML value of its type.
+// A declared option's value (text, as the registries take it) as a TOML value of its type; text
+// they refuse is an InvalidArgument. Not std::stod: it throws std::out_of_range for a subnormal
+// (rms_norm_eps = 1e-310), which the registry takes.
 Value typed(const OptionSpec& option, const std::string& text) {
+  const auto refuse = [&](const char* expected) {
+    return InvalidArgument(
+        detail::concat("option ", option.name, " expects ", expected, ", got '", text, "'"));
+  };
   switch (declared_type(option)) {
     case Type::boolean:
     case Type::switch_flag: return text == "true";
-    case Type::integer: return static_cast<int64_t>(std::stoll(text));
-    case Type::real: return std::stod(text);
+    case Type::integer: {
+      const std::optional<int64_t> value = parse_integer<int64_t>(text);
+      if (!value) throw refuse("an integer");
+      return *value;
+    }
+    case Type::real: {
+      double value = 0;
+      const char* end = text.data() + text.size();
+      const auto [stop, error] = std::from_chars(text.data(), end, value);
+      if (text.empty() || error != std::errc() || stop != end) throw refuse("a number");
+      return value;
+    }
     default: return text;
   }
 }
@@ -167,10 +184,16 @@ std::string toml_text(const Value& value) {
   if (const auto* i = std::get_if<int64_t>(&value)) return std::to_string(*i);
   if (const auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
   if (const auto* d = std::get_if<double>(&value)) {
+    const auto shortest = [](auto real) {
+      char text[64];
+      const auto fixed = std::to_chars(text, text + sizeof text, real, std::chars_format::fixed);
+      if (fixed.ec == std::errc() && fixed.ptr - text <= 12) return std::string(text, fixed.ptr);
+      return std::string(text, std::to_chars(text, text + sizeof text, real).ptr);
+    };
+    // A double that no float equals (a model's rms_norm_eps = 1e-50) in a double's digits: as a
+    // float it would read back as another value (0).
     const float f = static_cast<float>(*d);
-    char text[64];
-    std::string out(text, std::to_chars(text, text + sizeof text, f, std::chars_format::fixed).ptr);
-    if (out.size() > 12) out.assign(text, std::to_chars(text, text + sizeof text, f).ptr);
+    std::string out = static_cast<double>(f) == *d ? shortest(f) : shortest(*d);
     if (out.find_first_of(".en") == std::string::npos) out += ".0";  // n: inf and nan
     return out;
   }

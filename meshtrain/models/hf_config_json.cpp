@@ -1,6 +1,8 @@
 #include "meshtrain/models/hf_config_json.h"
 
+#include <cstdint>
 #include <fstream>
+#include <limits>
 
 #include "meshtrain/core/error.h"
 
@@ -29,6 +31,11 @@ TextOptions hf_integer_options(
     if (!config.contains(key)) continue;
     MT_CHECK(config[key].is_number_integer(), "'", path, "': ", key, " must be an integer, got ",
              config[key].dump());
+    // get<int64_t> would wrap one above 2^63 - 1 to a negative count, named as if the file held it.
+    MT_CHECK(!config[key].is_number_unsigned() ||
+                 config[key].get<uint64_t>() <= uint64_t{std::numeric_limits<int64_t>::max()},
+             "'", path, "': ", key, " must be an integer of at most ",
+             std::numeric_limits<int64_t>::max(), ", got ", config[key].dump());
     out[option] = std::to_string(config[key].get<int64_t>());
   }
   return out;

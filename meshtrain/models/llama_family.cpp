@@ -129,8 +129,11 @@ TextOptions read_llama_config_json(const std::string& path, const std::string& t
   if (!out.count("kv_heads") && out.count("heads")) out["kv_heads"] = out["heads"];
   const TextOptions head_dim = hf_integer_options(config, path, {{"head_dim", "head_dim"}});
   if (head_dim.count("head_dim") && out.count("dim") && out.count("heads")) {
+    // Checked here, before it divides: 0 would end the process (SIGFPE).
+    const int64_t heads = std::stoll(out["heads"]);
+    MT_CHECK(heads >= 1, "'", path, "': num_attention_heads must be at least 1, got ", heads);
     const int64_t given = std::stoll(head_dim.at("head_dim"));
-    const int64_t derived = std::stoll(out["dim"]) / std::stoll(out["heads"]);
+    const int64_t derived = std::stoll(out["dim"]) / heads;
     MT_CHECK(given == derived, "'", path, "': head_dim ", given,
              " is not hidden_size / num_attention_heads = ", derived,
              "; meshtrain's Llama derives it so");

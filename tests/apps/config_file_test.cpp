@@ -87,6 +87,24 @@ TEST_F(ConfigFile, PrintConfigRoundTrips) {
   EXPECT_THAT(r.out, HasSubstr("[fsdp]\nmode = \"full\"\n"));
 }
 
+// A model's real option that no float equals, such as a subnormal rms_norm_eps (std::stod threw
+// std::out_of_range on it; as a float it printed as 0.0), prints in a double's digits and the
+// printed file reads back as itself.
+TEST_F(ConfigFile, PrintConfigKeepsADoubleNoFloatEquals) {
+  const std::string flags = "train --data '" + tokens_ + "' --print-config --config '";
+  const std::string file = write("eps.toml",
+                                 "[model]\nfamily = \"llama\"\nvocab = 256\nctx = 64\ndim = 32\n"
+                                 "ffn_dim = 64\nlayers = 2\nheads = 4\nkv_heads = 2\n"
+                                 "rms_norm_eps = 1e-310\n");
+  CliResult r = run(flags + file + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("rms_norm_eps = 1e-310\n"));
+  const std::string printed = r.out;
+  r = run(flags + write("printed.toml", printed) + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, printed);
+}
+
 TEST_F(ConfigFile, BadFilesNameTheKeyAndTheLine) {
   const auto refusal = [&](const std::string& text) {
     const std::string file = write("bad.toml", text);

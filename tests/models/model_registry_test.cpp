@@ -1,12 +1,13 @@
 // The model registry: families by name, presets, options checked against the declarations with
 // errors that name the option and its flag, the GPT-2 family's spec, and reading a model back from
-// a safetensors file.
+// a safetensors file and the config.json beside it.
 #include "meshtrain/models/model_registry.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/models/builtin_models.h"
@@ -120,6 +121,34 @@ TEST(Gpt2Family, ReadsTheModelOfASafetensorsFile) {
   writer.finish();
   EXPECT_THAT(refusal([&] { models.from_safetensors(other); }),
               HasSubstr("holds no model of a family that reads safetensors files (gpt2, llama)"));
+}
+
+// A count in transformers' config.json that no model takes is refused naming the file and the key,
+// not divided by (SIGFPE: an input fuzz_hf_config found) or wrapped to another number.
+TEST(HfConfigJson, RefusesCountsOutOfRangeNamingTheFileAndKey) {
+  testing::ScratchDir dir;
+  const ModelRegistry models = builtin_models();
+  std::filesystem::create_directories(dir.file("llama"));
+  const std::string llama = dir.file("llama/model.safetensors");
+  SafetensorsWriter writer(llama, {{"model.embed_tokens.weight", DType::f32, {64, 32}}});
+  writer.write("model.embed_tokens.weight", Tensor::zeros({64, 32}));
+  writer.finish();
+  std::ofstream(dir.file("llama/config.json"))
+      << R"({"model_type": "llama", "hidden_size": 32, "num_attention_heads": -0, "head_dim": 8})";
+  EXPECT_THAT(refusal([&] { models.from_safetensors(llama); }),
+              HasSubstr("'" + dir.file("llama/config.json") +
+                        "': num_attention_heads must be at least 1, got 0"));
+
+  std::filesystem::create_directories(dir.file("gpt2"));
+  const std::string gpt2 = dir.file("gpt2/model.safetensors");
+  GPT2 model(gpt2_preset("tiny"));
+  save_parameters(model.parameters(), gpt2);
+  std::ofstream(dir.file("gpt2/config.json"))
+      << R"({"model_type": "gpt2", "n_head": 18446744073709551615})";
+  EXPECT_THAT(refusal([&] { models.from_safetensors(gpt2); }),
+              HasSubstr("'" + dir.file("gpt2/config.json") +
+                        "': n_head must be an integer of at most 9223372036854775807, got "
+                        "18446744073709551615"));
 }
 
 }  // namespace
