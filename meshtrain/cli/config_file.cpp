@@ -38,6 +38,12 @@ const std::vector<FixedKey>& fixed_keys() {
        [](const TrainConfig& c) -> std::optional<Value> { return c.model->family(); }},
       {{"model", "init", "--init", Type::text}, [](auto& c) { return unless_empty(c.init_path); }},
       {{"data", "path", "--data", Type::text}, [](auto& c) { return unless_empty(c.data_path); }},
+      {{"validation", "data", "--val-data", Type::text},
+       [](auto& c) { return unless_empty(c.val_data_path); }},
+      {{"validation", "every", "--val-every", Type::integer},
+       [](auto& c) { return Value(c.val_every); }},
+      {{"validation", "batches", "--val-batches", Type::integer},
+       [](auto& c) { return Value(c.val_batches); }},
       {{"training", "steps", "--steps", Type::integer}, [](auto& c) { return Value(c.steps); }},
       {{"training", "batch", "--batch", Type::integer}, [](auto& c) { return Value(c.batch); }},
       {{"training", "seq", "--seq", Type::integer}, [](auto& c) { return Value(c.seq); }},
@@ -47,7 +53,8 @@ const std::vector<FixedKey>& fixed_keys() {
        [](auto& c) { return Value(std::string(ac_mode_name(c.ac.mode))); }},
       {{"training", "ac_every", "--ac-every", Type::integer},
        [](auto& c) { return Value(static_cast<int64_t>(c.ac.every)); }},
-      {{"training", "lr", "--lr", Type::real}, [](auto& c) { return Value(static_cast<double>(c.lr.lr)); }},
+      {{"training", "lr", "--lr", Type::real},
+       [](auto& c) { return Value(static_cast<double>(c.lr.lr)); }},
       {{"training", "warmup", "--warmup", Type::integer},
        [](auto& c) { return Value(c.lr.warmup_steps); }},
       {{"training", "decay_steps", "--decay-steps", Type::integer},
@@ -56,7 +63,8 @@ const std::vector<FixedKey>& fixed_keys() {
        [](auto& c) { return Value(static_cast<double>(c.lr.min_lr)); }},
       {{"training", "weight_decay", "--wd", Type::real},
        [](auto& c) { return Value(static_cast<double>(c.weight_decay)); }},
-      {{"training", "clip", "--clip", Type::real}, [](auto& c) { return Value(static_cast<double>(c.clip)); }},
+      {{"training", "clip", "--clip", Type::real},
+       [](auto& c) { return Value(static_cast<double>(c.clip)); }},
       {{"training", "seed", "--seed", Type::integer},
        [](auto& c) { return Value(static_cast<int64_t>(c.seed)); }},
       {{"mesh", "layout", "--mesh", Type::text},
@@ -73,9 +81,7 @@ const std::vector<FixedKey>& fixed_keys() {
       {{"mesh", "backend", "--backend", Type::text},
        [](auto& c) { return Value(std::string(backend_name(c.backend))); }},
       {{"mesh", "device", "--device", Type::text},
-       [](auto& c) {
-         return Value(std::string(c.device == DeviceKind::cuda ? "cuda" : "cpu"));
-       }},
+       [](auto& c) { return Value(std::string(c.device == DeviceKind::cuda ? "cuda" : "cpu")); }},
       {{"mesh", "threads", "--threads", Type::integer},
        [](auto& c) {
          return c.threads > 0 ? std::optional<Value>(static_cast<int64_t>(c.threads)) : std::nullopt;
@@ -248,8 +254,9 @@ void apply_config_file(CLI::App& command, const std::string& path,
     return detail::concat("--config '", path, "' line ", node.source().begin.line, ": ");
   };
   std::vector<std::string> sections;
-  for (const ConfigKey& k : keys)
-    if (sections.empty() || sections.back() != k.section) sections.push_back(k.section);
+  for (const ConfigKey& k : keys)  // in the order of the keys, each once
+    if (std::find(sections.begin(), sections.end(), k.section) == sections.end())
+      sections.push_back(k.section);
   for (const auto& [section_name, section] : file) {
     const std::string name(section_name.str());
     std::vector<std::string> keys_here;

@@ -84,9 +84,11 @@ void Engine::run_forward(MicroBatch& mb, LayerSpan span, bool for_backward) {
       annotate(layer_span, plan_, l, mb);
       const Tensor input = mb.hidden;
       layers_[l]->forward(mb, l);
+      // A forward-only pass keeps nothing; training keeps a recomputed layer's input only (and
+      // inference, without targets, nothing to recompute from).
       if (!for_backward) {
         mb.saved.erase(l);
-      } else if (recomputed_[l] && mb.targets.defined()) {  // inference keeps nothing either
+      } else if (recomputed_[l] && mb.targets.defined()) {
         mb.saved.erase(l);
         mb.recompute_inputs[l] = input;
       }

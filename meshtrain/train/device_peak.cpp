@@ -8,11 +8,12 @@ struct PublishedPeak {
   double bf16, f32;            // FLOP/s
 };
 
-// H200 SXM and H100 SXM share the compute figures; the PCIe H100 is clocked lower. A100 SXM and
+// H200 SXM and H100 SXM share the compute figures; the PCIe and NVL H100s are clocked lower. A100 SXM and
 // PCIe share theirs.
 constexpr PublishedPeak kPeaks[] = {
     {"H200", 989.4e12, 66.9e12},
     {"H100 PCIe", 756.0e12, 51.2e12},
+    {"H100 NVL", 835.0e12, 60.0e12},
     {"H100", 989.4e12, 66.9e12},
     {"A100", 312.0e12, 19.5e12},
 };

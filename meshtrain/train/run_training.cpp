@@ -51,6 +51,15 @@ void report_profile(const TrainConfig& config, Communicator& world,
                                static_cast<double>(config.batch * config.seq), config.seq)));
 }
 
+// What validation does, for the console and the report ("" without validation).
+std::string validation_summary(const TrainConfig& config, const Trainer& trainer) {
+  if (!config.validates()) return "";
+  return detail::concat("every ", config.val_every,
+                        " steps and after the last: the mean loss over ", config.val_batches,
+                        config.val_batches == 1 ? " batch of " : " batches of ", config.batch,
+                        " x ", config.seq, " tokens from ", trainer.validation_source());
+}
+
 // --report: rank 0 draws the run's metrics file into report_dir/index.html (docs/report.md).
 void write_report(const TrainConfig& config, Trainer& trainer, const std::string& sample,
                   TrainReporter& reporter) {
@@ -73,6 +82,8 @@ void write_report(const TrainConfig& config, Trainer& trainer, const std::string
                                   " tokens, ", config.grad_accum, " micro-batch",
                                   config.grad_accum > 1 ? "es" : "", ", lr ", config.lr.lr)},
   };
+  if (config.validates())
+    info.settings.push_back({"validation", validation_summary(config, trainer)});
   info.config_text = config.report_config;
   info.sample = sample;
   reporter.note("report " + write_run_report(metrics, config.report_dir, info));
@@ -90,11 +101,7 @@ std::vector<StepMetrics> train_steps(const TrainConfig& config, Communicator& wo
     reporter->start(trainer.mesh().layout().to_string(), trainer.plan().describe(),
                     config.model->num_parameters());
   if (reporter && config.validates())
-    reporter->note(
-        detail::concat("          validation every ", config.val_every,
-                       " steps and after the last: the mean loss over ", config.val_batches,
-                       config.val_batches == 1 ? " batch of " : " batches of ", config.batch, " x ",
-                       config.seq, " tokens from ", trainer.validation_source()));
+    reporter->note("          validation " + validation_summary(config, trainer));
   if (reporter && !trainer.resumed_from().empty())
     reporter->resumed(trainer.resumed_from(), trainer.steps_done());
   std::vector<StepMetrics> steps;

@@ -134,11 +134,14 @@ std::vector<Token> Trainer::validation_tokens(std::vector<Token>& data) const {
   const int64_t needed = config_.val_batches * config_.batch * config_.seq + 1;
   MT_CHECK(
       static_cast<int64_t>(tokens.size()) >= needed,
-      "validation reads --val-batches x --batch "
-      "x --seq + 1 = ",
-      needed, " tokens, but ", validation_source(), " holds ", tokens.size(),
-      "; use fewer --val-batches, or a longer ",
+      "validation reads --val-batches x --batch x --seq + 1 = ", needed, " tokens, but ",
+      validation_source(), " holds ", tokens.size(), "; use fewer --val-batches, or a longer ",
       config_.holds_out_validation() ? "--data file (or a --val-data file)" : "--val-data file");
+  tokens.resize(static_cast<size_t>(needed));  // all that validation reads
+  const Token largest = *std::max_element(tokens.begin(), tokens.end());
+  MT_CHECK(static_cast<int64_t>(largest) < config_.model->vocab(), validation_source(),
+           " holds token ", largest, ", outside the model's vocabulary of ",
+           config_.model->vocab());
   return tokens;
 }
 

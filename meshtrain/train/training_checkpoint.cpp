@@ -163,14 +163,18 @@ void check_resumable(const nlohmann::json& metadata, const TrainConfig& config,
   const nlohmann::json& stored = fields.object_field(metadata, "data");
   const int64_t tokens = count_field(fields, stored, "tokens");
   const std::string hash = fields.string_field(stored, "fnv1a64");
+  // Holding out validation's tenth of --data changes what training reads: say so either way.
+  std::string split;
+  if (config.holds_out_validation())
+    split = " for training, its last tenth held out for validation (--val-every without "
+            "--val-data): resume with the validation settings the checkpoint was trained with";
+  else if (tokens == data.tokens - data.tokens / kValHeldOutDivisor)
+    split = "; the checkpoint's run held out the file's last tenth for validation (--val-every "
+            "without --val-data): resume with the same validation settings";
   MT_CHECK(tokens == data.tokens && hash == hex(data.hash), "--resume ", checkpoint,
            ": the data differs: the checkpoint was trained on ", tokens, " tokens (FNV-1a ", hash,
            ", from '", fields.string_field(stored, "path"), "'), --data '", config.data_path,
-           "' holds ", data.tokens, " tokens (FNV-1a ", hex(data.hash), ")",
-           config.holds_out_validation()
-               ? " for training, its last tenth held out for validation (--val-every without "
-                 "--val-data): resume with the validation settings the checkpoint was trained with"
-               : "");
+           "' holds ", data.tokens, " tokens (FNV-1a ", hex(data.hash), ")", split);
 }
 
 std::vector<StoredTensor> stored_training_state(TrainableState& state, AdamW& optimizer,

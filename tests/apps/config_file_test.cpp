@@ -69,7 +69,8 @@ TEST_F(ConfigFile, PrintConfigRoundTrips) {
   CliResult r = run("train --data '" + tokens_ +
                     "' --model tiny --layers 3 --world 4 --mesh dp_shard=2,tp=2 --fsdp grad_op "
                     "--sequence-parallel --lr 1.234567e-5 --clip 0.5 --steps 7 --batch 4 --seq 8 "
-                    "--print-config");
+                    "--val-data '" +
+                    tokens_ + "' --val-every 3 --val-batches 2 --print-config");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string printed = r.out;
   EXPECT_THAT(printed, HasSubstr("[model]\nfamily = \"gpt2\"\nvocab = 64\nctx = 16\ndim = 32\n"
@@ -77,6 +78,8 @@ TEST_F(ConfigFile, PrintConfigRoundTrips) {
   EXPECT_THAT(printed, HasSubstr("lr = 1.234567e-05\n"));
   EXPECT_THAT(printed, HasSubstr("[fsdp]\nmode = \"grad_op\"\n"));
   EXPECT_THAT(printed, HasSubstr("[tp]\nsequence_parallel = true\n"));
+  EXPECT_THAT(printed,
+              HasSubstr("[validation]\ndata = \"" + tokens_ + "\"\nevery = 3\nbatches = 2\n"));
   const std::string file = write("run.toml", printed);
   r = run("train --config '" + file + "' --print-config");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -115,8 +118,9 @@ TEST_F(ConfigFile, BadFilesNameTheKeyAndTheLine) {
   const std::string at = "--config '" + dir_.file("bad.toml") + "' line ";
   EXPECT_THAT(refusal("[training]\nsteps = 3\nstepz = 4\n"),
               HasSubstr(at + "3: unknown key 'stepz' in [training]; known: steps, batch, seq"));
-  EXPECT_THAT(refusal("\n[trainig]\nsteps = 3\n"),
-              HasSubstr(at + "2: unknown section [trainig]; known: model, data, training"));
+  EXPECT_THAT(
+      refusal("\n[trainig]\nsteps = 3\n"),
+      HasSubstr(at + "2: unknown section [trainig]; known: model, data, validation, training"));
   EXPECT_THAT(refusal("[training]\nsteps = \"ten\"\n"),
               HasSubstr(at + "2: [training] steps (--steps) must be an integer"));
   EXPECT_THAT(refusal("[tp]\nsequence_parallel = 1\n"),

@@ -11,6 +11,7 @@ TEST(DevicePeak, PublishedFiguresByTheNameCudaReports) {
   EXPECT_EQ(published_dense_peak_flops("NVIDIA H100 80GB HBM3", DType::f32), 66.9e12);
   EXPECT_EQ(published_dense_peak_flops("NVIDIA H200", DType::bf16), 989.4e12);
   EXPECT_EQ(published_dense_peak_flops("NVIDIA H100 PCIe", DType::bf16), 756.0e12);
+  EXPECT_EQ(published_dense_peak_flops("NVIDIA H100 NVL", DType::bf16), 835.0e12);
   EXPECT_EQ(published_dense_peak_flops("NVIDIA A100-SXM4-80GB", DType::bf16), 312.0e12);
   EXPECT_EQ(published_dense_peak_flops("NVIDIA A100 80GB PCIe", DType::f32), 19.5e12);
   // Unlisted devices and dtypes have none: no MFU is reported rather than a wrong one.

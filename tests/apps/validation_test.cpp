@@ -65,6 +65,9 @@ struct Layout {
   const char* schedule = "";   // pp's, when the mesh has pp
   int64_t grad_accum = 1;
   bool llama = false;
+  const char* param_dtype = "f32";  // the reference's too
+  double tolerance = 1e-5;          // relative, against the single-rank run
+  const char* fsdp_option = "";     // "KEY=VALUE", another FSDP option
 };
 
 void PrintTo(const Layout& l, std::ostream* os) { *os << l.name; }
@@ -75,12 +78,14 @@ class ValidationLayouts : public ::testing::TestWithParam<Layout> {
     TrainConfig c = validating_config(val_path);
     if (l.llama) c.model = llama_model(testing::uneven_llama(2, /*tied=*/false));
     c.grad_accum = l.grad_accum;
+    if (std::string(l.param_dtype) != "f32") c.set("fsdp", "param_dtype", l.param_dtype);
     return c;
   }
 };
 
-// The layout's validation losses equal the single-rank run's (1e-5 relative), and its training is
-// bitwise that of the same layout without validation.
+// The layout's validation losses equal the single-rank run's (1e-5 relative; bf16 rounds
+// differently on each mesh), and its training is bitwise that of the same layout without
+// validation: every step's loss and gradient norm, and the saved model.
 TEST_P(ValidationLayouts, MatchOneRankAndLeaveTrainingAsItWas) {
   const Layout& l = GetParam();
   ScratchDir dir;
@@ -93,15 +98,24 @@ TEST_P(ValidationLayouts, MatchOneRankAndLeaveTrainingAsItWas) {
   c.mesh = parse_mesh_spec(l.mesh);
   if (*l.fsdp_mode) c.set("fsdp", "mode", l.fsdp_mode);
   if (*l.schedule) c.set("pp", "schedule", l.schedule);
+  if (*l.fsdp_option) {
+    const std::string option = l.fsdp_option;
+    c.set("fsdp", option.substr(0, option.find('=')), option.substr(option.find('=') + 1));
+  }
+  c.save_path = dir.file("with.safetensors");
   const std::vector<StepMetrics> with = run(c);
   const std::vector<double> got = val_losses(with);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], 1e-5 * want[i]) << "validation " << i;
+    EXPECT_NEAR(got[i], want[i], l.tolerance * want[i]) << "validation " << i;
 
   c.val_every = 0;
   c.val_data_path.clear();
+  c.save_path = dir.file("without.safetensors");
   const std::vector<StepMetrics> without = run(c);
+  EXPECT_TRUE(testing::read_text(dir.file("with.safetensors")) ==
+              testing::read_text(dir.file("without.safetensors")))
+      << "the saved models differ";
   ASSERT_EQ(without.size(), with.size());
   for (size_t s = 0; s < with.size(); ++s) {
     EXPECT_EQ(with[s].loss, without[s].loss) << "step " << s + 1;
@@ -115,7 +129,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Layout{"fsdp_full4", 4, "dp_shard=4", "full"},
                       Layout{"fsdp_grad_op3", 3, "dp_shard=3", "grad_op"},
                       Layout{"hybrid2x2_accum2", 4, "dp_replicate=2,dp_shard=2", "hybrid", "", 2},
-                      Layout{"tp2", 2, "tp=2"}, Layout{"pp2_1f1b", 2, "pp=2", "", "1f1b", 3},
+                      Layout{"tp2", 2, "tp=2"}, Layout{"replicate2_views", 2, "dp_replicate=2"},
+                      Layout{"offload2_grad_op", 2, "dp_shard=2", "grad_op", "", 2, false, "f32",
+                             1e-5, "offload=true"},
+                      Layout{"bf16_fsdp2_tp2", 4, "dp_shard=2,tp=2", "full", "", 1, false, "bf16",
+                             1e-3},
+                      Layout{"pp2_1f1b", 2, "pp=2", "", "1f1b", 3},
                       Layout{"pp2_interleaved", 2, "pp=2", "", "interleaved", 4},
                       Layout{"pp2_zb_h1_fsdp2", 4, "pp=2,dp_shard=2", "full", "zb-h1", 2},
                       Layout{"three_d", 8, "pp=2,dp_shard=2,tp=2", "full", "1f1b", 2},
@@ -196,6 +215,8 @@ TEST(Validation, AResumeWithAnotherSplitIsRefused) {
   c.val_every = 0;
   EXPECT_THAT(testing::error_message<Error>([&] { run(c); }),
               HasSubstr("the checkpoint was trained on 7373 tokens"));
+  EXPECT_THAT(testing::error_message<Error>([&] { run(c); }),
+              HasSubstr("the checkpoint's run held out the file's last tenth for validation"));
 }
 
 TEST(Validation, AppearsInTheConsoleAndTheMetricsFile) {

@@ -132,20 +132,28 @@ PipelineRunner::PipelineRunner(Engine& engine, TrainableState& state, DeviceMesh
       activation_dtype_(activation_dtype),
       activation_device_(engine.model().parameters().front()->device()) {}
 
-const Schedule& PipelineRunner::schedule(int micro_batches) {
-  auto it = schedules_.find(micro_batches);
-  if (it == schedules_.end())
-    it = schedules_
-             .emplace(micro_batches, make_schedule(placement_.schedule, placement_.ranks,
-                                                   micro_batches, placement_.virtual_stages))
-             .first;
+namespace {
+// The schedule for `micro_batches` from `cache`, made on first use.
+template <typename Make>
+const Schedule& cached(std::map<int, Schedule>& cache, int micro_batches, Make make) {
+  auto it = cache.find(micro_batches);
+  if (it == cache.end()) it = cache.emplace(micro_batches, make()).first;
   return it->second;
+}
+}  // namespace
+
+const Schedule& PipelineRunner::schedule(int micro_batches) {
+  return cached(schedules_, micro_batches, [&] {
+    return make_schedule(placement_.schedule, placement_.ranks, micro_batches,
+                         placement_.virtual_stages);
+  });
 }
 
 double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global_tokens) {
   prepare(micro_batches, global_tokens);
+  const Schedule& plan = schedule(static_cast<int>(micro_batches.size()));
   const auto start = std::chrono::steady_clock::now();
-  timing_ = execute(schedule(static_cast<int>(micro_batches.size())), micro_batches, true);
+  timing_ = execute(plan, micro_batches, true);
   engine_.finish_backward();
   sum_tied_gradients();
   timing_.step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -155,12 +163,10 @@ double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global
 double PipelineRunner::evaluate(std::vector<MicroBatch>& micro_batches, double global_tokens) {
   prepare(micro_batches, global_tokens);
   const int m = static_cast<int>(micro_batches.size());
-  auto it = forward_schedules_.find(m);
-  if (it == forward_schedules_.end())
-    it = forward_schedules_
-             .emplace(m, make_forward_schedule(placement_.ranks, m, placement_.virtual_stages))
-             .first;
-  execute(it->second, micro_batches, false);
+  execute(
+      cached(forward_schedules_, m,
+             [&] { return make_forward_schedule(placement_.ranks, m, placement_.virtual_stages); }),
+      micro_batches, false);
   engine_.finish_forward_only();
   return reduce_loss(micro_batches, global_tokens);
 }
