@@ -22,7 +22,8 @@ class ConfigFile : public ::testing::Test {
  protected:
   void SetUp() override {
     tokens_ = dir_.file("tokens.bin");
-    write_token_file(tokens_, testing::tokens_from_text(testing::sample_prose(20), 256));
+    // Long enough for the demo's validation: 8 batches of 16 x 64 in its last tenth.
+    write_token_file(tokens_, testing::tokens_from_text(testing::sample_prose(800), 256));
   }
   CliResult run(const std::string& args) { return testing::run_cli(MESHTRAIN_CLI, dir_, args); }
   // The losses and gradient norms of a metrics file, as written.
@@ -52,7 +53,7 @@ TEST_F(ConfigFile, DemoFileTrainsAsTheDemoFlags) {
   const std::string flags =
       "train --model demo --world 8 --mesh pp=2,dp_shard=2,tp=2 --pp-schedule 1f1b "
       "--microbatches 4 --fsdp full --sequence-parallel --batch 16 --seq 64 --lr 2e-3 "
-      "--warmup 20 --decay-steps 300 --min-lr 2e-4 --clip 1.0";
+      "--warmup 20 --decay-steps 300 --min-lr 2e-4 --clip 1.0 --val-every 50 --val-batches 8";
   CliResult r = run(flags + overrides + dir_.file("flags.jsonl") + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = run("train --config '" MESHTRAIN_SOURCE_DIR "/configs/demo.toml'" + overrides +
