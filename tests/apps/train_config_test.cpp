@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "meshtrain/train/bound_strategies.h"
+#include "meshtrain/train/reporter.h"
 #include "meshtrain/train/run_estimate.h"
 #include "meshtrain/core/device_memory.h"
 #include "meshtrain/core/error.h"
@@ -192,6 +193,15 @@ TEST(TrainConfig, ThreadsAndSampleAreBounded) {
   EXPECT_THAT(validate_message(c), HasSubstr("--sample 1048577 is out of range; at most 1048576"));
   c.sample_bytes = int64_t{1} << 20;
   EXPECT_EQ(validate_message(c), "<valid>");
+}
+
+// Sizes in messages keep their small values: a nearly full tmpfs used to read "0 MiB free, needs
+// about 0 MiB".
+TEST(TrainConfig, MessagesGiveSmallSizesInTheirOwnUnit) {
+  EXPECT_EQ(format_bytes(0), "0 B");
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(format_bytes(uint64_t{3} << 30), "3.0 GiB");
 }
 
 TEST(TrainConfig, ParseBackend) {
