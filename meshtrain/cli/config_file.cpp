@@ -10,6 +10,7 @@
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/parse_integer.h"
+#include "meshtrain/core/parse_real.h"
 #include "meshtrain/mesh/axis_names.h"
 #include "meshtrain/train/bound_strategies.h"
 
@@ -139,11 +140,9 @@ Value typed(const OptionSpec& option, const std::string& text) {
       return *value;
     }
     case Type::real: {
-      double value = 0;
-      const char* end = text.data() + text.size();
-      const auto [stop, error] = std::from_chars(text.data(), end, value);
-      if (text.empty() || error != std::errc() || stop != end) throw refuse("a number");
-      return value;
+      const std::optional<double> value = parse_real(text);
+      if (!value) throw refuse("a number");
+      return *value;
     }
     default: return text;
   }

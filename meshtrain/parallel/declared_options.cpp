@@ -1,27 +1,16 @@
 #include "meshtrain/parallel/declared_options.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <optional>
 #include <set>
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/parse_integer.h"
+#include "meshtrain/core/parse_real.h"
 
 namespace meshtrain {
 
 namespace {
-// The whole text as a finite decimal number, or nothing.
-std::optional<double> parse_real(std::string_view text) {
-  double value = 0;
-  const char* end = text.data() + text.size();
-  const auto [stop, error] = std::from_chars(text.data(), end, value);
-  if (text.empty() || error != std::errc() || stop != end || !std::isfinite(value))
-    return std::nullopt;
-  return value;
-}
-
 const OptionSpec* find_option(const std::vector<OptionSpec>& specs, std::string_view name) {
   const auto it = std::find_if(specs.begin(), specs.end(),
                                [&](const OptionSpec& s) { return s.name == name; });
