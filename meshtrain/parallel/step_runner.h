@@ -4,6 +4,7 @@
 // replaces it with a runner that executes a schedule.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "meshtrain/mesh/device_mesh.h"
@@ -26,9 +27,9 @@ class StepRunner {
   // run() does. Collective over the world.
   virtual double evaluate(std::vector<MicroBatch>& micro_batches, double global_tokens);
 
-  // This rank's pipeline bubble in the last run(): time blocked on other pipeline stages (0
-  // without a pipeline).
-  virtual double last_bubble_s() const { return 0.0; }
+  // This rank's pipeline bubble in the last run(): time blocked on other pipeline stages; none
+  // without a pipeline.
+  virtual std::optional<double> last_bubble_s() const { return std::nullopt; }
 
  protected:
   // Numbers the micro-batches and sets their loss scale, 1 / global_tokens.

@@ -174,7 +174,7 @@ void TrainReporter::on_step(const StepMetrics& m) {
                         {"comm_staging_peak_bytes", m.comm_staging_peak_bytes},
                         {"unsharded_param_peak_bytes", m.unsharded_param_peak_bytes},
                         {"unsharded_grad_peak_bytes", m.unsharded_grad_peak_bytes}};
-    if (m.pipelined) j["bubble_s"] = m.bubble_s;
+    if (m.bubble_s) j["bubble_s"] = *m.bubble_s;
     j["model_flops_per_s"] = m.model_flops_per_s;
     if (m.mfu > 0) j["mfu"] = m.mfu;
     if (m.grad_norm >= 0) j["grad_norm"] = m.grad_norm;

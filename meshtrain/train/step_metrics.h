@@ -23,8 +23,7 @@ struct StepMetrics {
   double exposed_comm_s = 0.0;  // time blocked on communication, slowest rank
   // Of that, the time blocked on other pipeline stages (StepRunner::last_bubble_s), largest over
   // ranks; only a pipelined run has one.
-  bool pipelined = false;
-  double bubble_s = 0.0;
+  std::optional<double> bubble_s;
   uint64_t comm_bytes = 0;      // bytes sent in this step on the strategies' groups, busiest rank
   uint64_t peak_mem_bytes = 0;  // tracked peak of the step, largest over ranks
   uint64_t sharded_state_bytes = 0;     // parameters + gradients + optimizer held between steps

@@ -241,9 +241,10 @@ StepMetrics Trainer::step() {
                                       mem[MemoryCategory::unsharded_grad].peak,
                                       mem[MemoryCategory::comm].peak};
   const std::vector<uint64_t> counts = all_gather_values(world_, mine);
+  // Every rank runs the same kind of runner: a pipeline's all have a bubble, others none.
+  const std::optional<double> bubble = parallel_.runner->last_bubble_s();
   const std::vector<double> reals = all_gather_values(
-      world_,
-      std::vector<double>{seconds, exposed, params_sum_squares, parallel_.runner->last_bubble_s()});
+      world_, std::vector<double>{seconds, exposed, params_sum_squares, bubble.value_or(0.0)});
   constexpr size_t kReals = 4;
   for (size_t r = 0; r < reals.size() / kReals; ++r)
     if (!std::isfinite(reals[kReals * r + 2]))
@@ -262,7 +263,7 @@ StepMetrics Trainer::step() {
     const uint64_t* c = &counts[r * k];
     m.step_time_s = std::max(m.step_time_s, reals[kReals * r]);
     m.exposed_comm_s = std::max(m.exposed_comm_s, reals[kReals * r + 1]);
-    m.bubble_s = std::max(m.bubble_s, reals[kReals * r + 3]);
+    if (bubble) m.bubble_s = std::max(m.bubble_s.value_or(0.0), reals[kReals * r + 3]);
     m.comm_bytes = std::max(m.comm_bytes, c[0]);
     m.peak_mem_per_rank.push_back(c[1]);
     m.sharded_state_bytes = std::max(m.sharded_state_bytes, c[2]);
@@ -272,7 +273,6 @@ StepMetrics Trainer::step() {
     m.comm_staging_peak_bytes = std::max(m.comm_staging_peak_bytes, c[6]);
   }
   m.peak_mem_bytes = max_of(m.peak_mem_per_rank);
-  m.pipelined = mesh_->has_axis(mesh_axis::pp) && mesh_->axis_size(mesh_axis::pp) > 1;
   m.tokens_per_s = global_tokens / m.step_time_s;
   m.model_flops_per_s = config_.model->training_flops(global_tokens, config_.seq) / m.step_time_s;
   m.mfu = model_flop_utilisation(m.model_flops_per_s, peak_flops_per_device_, devices_);

@@ -63,7 +63,7 @@ class PipelineRunner : public StepRunner {
   const PipelinePlacement& placement() const { return placement_; }
   // The last training step's (evaluate leaves it as it was).
   const PipelineTiming& last_timing() const { return timing_; }
-  double last_bubble_s() const override { return timing_.transfer_wait_s; }
+  std::optional<double> last_bubble_s() const override { return timing_.transfer_wait_s; }
 
  private:
   // Runs this rank's actions of `plan`; F keeps what backward needs only when `for_backward`.
