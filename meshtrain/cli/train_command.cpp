@@ -9,6 +9,7 @@
 #include "meshtrain/cli/commands.h"
 #include "meshtrain/cli/config_file.h"
 #include "meshtrain/cli/declared_flags.h"
+#include "meshtrain/train/dry_run.h"
 #include "meshtrain/train/launcher.h"
 #include "meshtrain/train/run_training.h"
 #include "meshtrain/train/training_checkpoint.h"
@@ -31,6 +32,7 @@ struct TrainFlags {
   std::string axis_plugins;  // "axis=plugin,...": plugins that serve axes instead of the built-ins
   std::string config_file;
   bool print_config = false;
+  bool dry_run = false;
 };
 
 // Under mpirun every process runs this command: on the local backend each would train its own
@@ -112,6 +114,7 @@ void apply(TrainFlags& f, const Registries& registries) {
   MT_CHECK(f.device == "cpu" || f.device == "cuda", "--device: expected cpu or cuda, got '",
            f.device, "'");
   c.device = f.device == "cuda" ? DeviceKind::cuda : DeviceKind::cpu;
+  if (f.dry_run) c.device = DeviceKind::meta;  // the same run on shape-only tensors
   check_launcher(c);
   if (!f.mesh.empty()) c.mesh = parse_mesh_spec(f.mesh);
 }
@@ -242,13 +245,24 @@ void add_train_command(CLI::App& app, const Registries& registries) {
       ->check(CLI::ExistingFile);
   cmd->add_flag("--print-config", f->print_config,
                 "check the run, print its effective configuration as a --config file and exit");
+  cmd->add_flag("--dry-run", f->dry_run,
+                "run one step of every rank on shape-only tensors (no compute; --data, --steps, "
+                "--sample and --threads are not used) and print each rank's memory by category "
+                "and bytes sent per mesh axis, as the run would count them");
   cmd->callback([f, cmd, &registries, keys = train_config_keys(models, registry)] {
     // The file's settings fill what the command line left unset (meshtrain/cli/config_file.h).
     if (!f->config_file.empty()) apply_config_file(*cmd, f->config_file, keys);
     apply(*f, registries);
+    MT_CHECK(!(f->print_config && f->dry_run),
+             "--print-config prints a run's settings and --dry-run runs it on shape-only "
+             "tensors: give one of them");
     if (f->print_config) {
       f->config.validate();
       std::cout << effective_config(f->config, registries.models);
+      return;
+    }
+    if (f->dry_run) {
+      print_dry_run(f->config, dry_run(f->config), std::cout);
       return;
     }
     // The report shows the run as a --config file. A configuration that cannot be described is

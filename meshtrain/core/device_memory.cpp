@@ -203,7 +203,7 @@ ThreadPools& this_thread_pools() {
 }  // namespace
 
 void* device_alloc(Device device, size_t bytes) {
-  if (bytes == 0) return nullptr;
+  if (bytes == 0 || device.is_meta()) return nullptr;  // shape-only: counted, never backed
   if (device.is_cpu()) {
     const size_t block = host_block_bytes(bytes);
     // Small blocks bypass the cache, so a run of small blocks never sets its mallopt, which fixes
@@ -268,7 +268,7 @@ void pinned_host_free(void* ptr, size_t bytes) {
 }
 
 void device_memset_zero(Device device, void* ptr, size_t bytes) {
-  if (bytes == 0) return;
+  if (bytes == 0 || device.is_meta()) return;
   if (device.is_cpu()) {
     std::memset(ptr, 0, bytes);
     return;
@@ -283,7 +283,8 @@ void device_memset_zero(Device device, void* ptr, size_t bytes) {
 
 void device_memcpy(void* dst, Device dst_device, const void* src, Device src_device,
                    size_t bytes) {
-  if (bytes == 0) return;
+  if (bytes == 0 || dst_device.is_meta()) return;
+  MT_CHECK(!src_device.is_meta(), "a copy out of shape-only memory: it holds no data");
   if (dst_device.is_cpu() && src_device.is_cpu()) {
     std::memcpy(dst, src, bytes);
     return;
@@ -325,7 +326,7 @@ std::string cuda_device_name([[maybe_unused]] int index) {
 }
 
 void device_synchronize(Device device, [[maybe_unused]] std::chrono::milliseconds timeout) {
-  if (device.is_cpu()) return;
+  if (!device.is_cuda()) return;
 #if MESHTRAIN_HAS_CUDA
   set_device(device);
   // Polls an event rather than blocking in cudaStreamSynchronize, which has no deadline.
@@ -363,7 +364,7 @@ DeviceCacheStats device_cache_stats(Device device) {
 }
 
 void release_cached_device_memory(Device device) {
-  if (device.is_cpu()) return;
+  if (!device.is_cuda()) return;
 #if MESHTRAIN_HAS_CUDA
   cuda_block_cache(device).release_cached();
 #else

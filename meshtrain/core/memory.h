@@ -53,7 +53,7 @@ class MemoryTracker {
 
  private:
   mutable std::mutex mutex_;
-  std::array<MemoryStats, 2> per_kind_{};  // indexed by DeviceKind
+  std::array<MemoryStats, 3> per_kind_{};  // indexed by DeviceKind
 };
 
 // The tracker and category charged by allocations made on this thread. A thread with no bound

@@ -100,6 +100,8 @@ int64_t Tensor::dim(int i) const {
 
 void* Tensor::raw_data() const {
   MT_CHECK(defined(), "access to an undefined tensor");
+  if (device().is_meta())
+    throw NotSupported(detail::concat(describe(), " is shape-only (a dry run): it has no data"));
   if (!storage_->data()) return nullptr;
   return static_cast<char*>(storage_->data()) + offset_ * dtype_size(dtype_);
 }
@@ -145,15 +147,21 @@ Tensor Tensor::rows(int64_t begin, int64_t count) const {
   return Tensor(storage_, offset_ + begin * row, shape, dtype_);
 }
 
-void Tensor::zero_() const { device_memset_zero(device(), raw_data(), nbytes()); }
+void Tensor::zero_() const {
+  if (device().is_meta()) return;
+  device_memset_zero(device(), raw_data(), nbytes());
+}
 
 void Tensor::copy_from(const Tensor& src) const {
   MT_CHECK(dtype_ == src.dtype_ && numel_ == src.numel_, "copy from ", src.describe(), " into ",
            describe(), ": the dtypes and element counts must match");
+  if (device().is_meta()) return;  // nothing to write: the copy only had to be valid
   device_memcpy(raw_data(), device(), src.raw_data(), src.device(), nbytes());
 }
 
 Tensor Tensor::to(Device device) const {
+  if (this->device().is_meta() && !device.is_meta())  // before allocating the copy
+    throw NotSupported(detail::concat(describe(), " is shape-only (a dry run): it has no data"));
   Tensor out = empty(shape_, dtype_, device);
   out.copy_from(*this);
   return out;

@@ -1,5 +1,8 @@
 // Tensor: shape + dtype + device over shared contiguous storage, with views at an offset.
-// Tensors are cheap handles: copying one shares the storage (like torch.Tensor).
+// Tensors are cheap handles: copying one shares the storage (like torch.Tensor). A tensor on
+// Device::meta() is shape-only: its allocation is counted by the memory tracker but not backed,
+// zero_() and copies into it do nothing, and reading its data (raw_data, data, a copy out of it)
+// raises NotSupported.
 #pragma once
 
 #include <cstdint>

@@ -35,8 +35,28 @@ TokenBatches::TokenBatches(std::vector<Token> tokens, int64_t vocab, int64_t glo
            " but the model's vocabulary is ", vocab);
 }
 
+TokenBatches TokenBatches::shape_only(int64_t global_batch, int64_t seq_len, int64_t dp_degree,
+                                      int64_t dp_rank) {
+  MT_CHECK(global_batch >= 1 && seq_len >= 1 && dp_degree >= 1 && global_batch % dp_degree == 0 &&
+               dp_rank >= 0 && dp_rank < dp_degree,
+           "TokenBatches::shape_only: B = ", global_batch, ", T = ", seq_len,
+           " over D = ", dp_degree, " (rank ", dp_rank, "): B, T >= 1 and D dividing B expected");
+  TokenBatches batches;
+  batches.batch_ = global_batch;
+  batches.seq_ = seq_len;
+  batches.dp_degree_ = dp_degree;
+  batches.dp_rank_ = dp_rank;
+  return batches;
+}
+
 TokenBatch TokenBatches::batch(int64_t step) const {
   MT_CHECK(step >= 0, "TokenBatches::batch: steps count from 0, got ", step);
+  if (tokens_.empty()) {
+    MemoryCategoryScope scope(MemoryCategory::activation);
+    const Shape shape{local_batch(), seq_};
+    return {Tensor::empty(shape, DType::i32, Device::meta()),
+            Tensor::empty(shape, DType::i32, Device::meta())};
+  }
   const int64_t local = local_batch(), n = num_tokens();
   std::vector<int32_t> tokens(static_cast<size_t>(local * seq_)), targets(tokens.size());
   for (int64_t i = 0; i < local; ++i) {

@@ -27,6 +27,9 @@ class TokenBatches {
   // with its last target) is longer than the data; also when a token is >= vocab.
   TokenBatches(std::vector<Token> tokens, int64_t vocab, int64_t global_batch, int64_t seq_len,
                int64_t dp_degree = 1, int64_t dp_rank = 0);
+  // Batches of the same shapes on shape-only tensors (Device::meta), for a dry run: no data.
+  static TokenBatches shape_only(int64_t global_batch, int64_t seq_len, int64_t dp_degree,
+                                 int64_t dp_rank);
 
   TokenBatch batch(int64_t step) const;
   // Where global sequence b of step s starts in the token sequence (before wrapping).
@@ -35,8 +38,11 @@ class TokenBatches {
   int64_t num_tokens() const { return static_cast<int64_t>(tokens_.size()); }
 
  private:
-  std::vector<Token> tokens_;
-  int64_t batch_, seq_, dp_degree_, dp_rank_;
+  TokenBatches() = default;
+
+  std::vector<Token> tokens_;  // empty: shape-only
+
+  int64_t batch_ = 0, seq_ = 0, dp_degree_ = 1, dp_rank_ = 0;
 };
 
 }  // namespace meshtrain

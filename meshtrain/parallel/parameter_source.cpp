@@ -12,6 +12,7 @@ void fill_local(const ParameterSource& source, const Parameter& p, const Layout&
   const Shape shape = layout.local_shape(p.global_shape(), mesh, rank);
   MT_CHECK(out.shape() == shape, "parameter '", p.name(), "': the local tensor under ",
            layout.to_string(), " is ", shape_string(shape), ", got ", out.describe());
+  if (out.device().is_meta()) return;  // shape-only: no values to fill
   const std::vector<LocalPiece> pieces = layout.local_pieces(p.global_shape(), mesh, rank);
   if (out.device().is_cpu()) {
     source.read(p, pieces, out);

@@ -24,7 +24,8 @@ class ParameterSource {
                     const Tensor& local) const = 0;
 };
 
-// Fills `out` (f32, any device) with `rank`'s local tensor of p under `layout`.
+// Fills `out` (f32, any device) with `rank`'s local tensor of p under `layout`; a shape-only
+// `out` (Device::meta) is only checked.
 void fill_local(const ParameterSource& source, const Parameter& p, const Layout& layout,
                 const MeshLayout& mesh, int rank, const Tensor& out);
 

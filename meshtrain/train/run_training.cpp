@@ -187,6 +187,9 @@ std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& wor
 std::vector<StepMetrics> run_training(const TrainConfig& config, std::ostream& out,
                                       bool interactive) {
   config.validate();
+  MT_CHECK(!config.dry_run(),
+           "run_training trains; a configuration on shape-only tensors "
+           "(device meta) is a dry run: call dry_run(config) (meshtrain/train/dry_run.h)");
   // With --report and no --metrics, the metrics go to the report's folder, which rank 0 creates
   // before the first step (the trainers check the configuration as given).
   TrainConfig reporting = config;

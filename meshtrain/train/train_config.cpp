@@ -112,16 +112,38 @@ int TrainConfig::threads_per_rank() const {
 
 Device TrainConfig::rank_device(int rank) const {
   if (device == DeviceKind::cpu) return Device::cpu();
+  if (device == DeviceKind::meta) return Device::meta();
   const int gpus = cuda_device_count();
   MT_CHECK(gpus > 0, "--device cuda: no CUDA device is visible",
            config::has_cuda ? "" : " (this build of meshtrain has no CUDA support)");
   return Device::cuda(rank % gpus);
 }
 
+void TrainConfig::check_dry_run() const {
+  // Nothing is computed or timed, so there is nothing to read, keep or show.
+  for (const auto& [path, flag] : {std::pair{&init_path, "--init"},
+                                   {&resume_dir, "--resume"},
+                                   {&save_path, "--save"},
+                                   {&checkpoint_dir, "--checkpoint-dir"},
+                                   {&metrics_path, "--metrics"},
+                                   {&report_dir, "--report"},
+                                   {&trace_dir, "--trace"},
+                                   {&val_data_path, "--val-data"}})
+    MT_CHECK(path->empty(), "--dry-run computes nothing, so it has nothing to read or write: drop ",
+             flag, " '", *path, "'");
+  MT_CHECK(!validates(), "--dry-run counts training steps only: drop --val-every ", val_every);
+  MT_CHECK(!profile, "--dry-run computes nothing to profile: drop --profile");
+  MT_CHECK(backend == BackendKind::local,
+           "--dry-run simulates every rank as a thread of the local backend: drop --backend ",
+           backend_name(backend));
+}
+
 void TrainConfig::validate() const {
   MT_CHECK(model != nullptr, "TrainConfig: no model");
   lr.validate();
-  MT_CHECK(!data_path.empty(), "--data: a token file is required (make one with meshtrain prepare)");
+  if (dry_run()) check_dry_run();
+  MT_CHECK(dry_run() || !data_path.empty(),
+           "--data: a token file is required (make one with meshtrain prepare)");
   MT_CHECK(steps > 0, "--steps must be positive, got ", steps);
   MT_CHECK(batch > 0, "--batch must be positive, got ", batch);
   MT_CHECK(seq > 0, "--seq must be positive, got ", seq);
@@ -204,6 +226,10 @@ void TrainConfig::validate() const {
   // Every plugin option is checked against its plugin's declarations, and every strategy checks
   // the planned layout: a bad one fails here, before any rank is built.
   check_planned_run(bind_strategies(*this), *this);
+  MT_CHECK(!dry_run() || !model_state_share(bind_strategies(*this), effective_mesh()).on_host,
+           "--dry-run counts shape-only device tensors, and offloading keeps real host copies of "
+           "the model state: drop --offload (offloading moves the parameters, gradients and "
+           "optimizer state off the device; the rest is as without it)");
   // Host memory bounds a host run, and a GPU run's offloaded state.
   const HostBytes per_rank = estimate_rank_host_bytes(*this);
   const double machine = machine_memory_bytes();
@@ -214,7 +240,7 @@ void TrainConfig::validate() const {
            " MiB for each of ", ranks_here, " rank", ranks_here > 1 ? "s" : "",
            " on this machine: ", per_rank.parts, "), the machine has ", mib(machine),
            " MiB; lower --world, --batch or --seq, shard more",
-           device == DeviceKind::cpu ? "" : ", or drop --offload");
+           device == DeviceKind::cuda ? ", or drop --offload" : "");
 }
 
 }  // namespace meshtrain

@@ -81,7 +81,8 @@ struct TrainConfig {
   int threads = 0;
   // Where each rank keeps its parameters, gradients, activations and optimizer state: the host,
   // or CUDA GPUs. Local ranks share the visible GPUs round robin (rank r on cuda:(r mod GPUs)),
-  // so one GPU can hold a whole simulated mesh.
+  // so one GPU can hold a whole simulated mesh. Meta: a dry run (--dry-run), every rank on
+  // shape-only tensors, counting what it would hold and send without computing or reading data.
   DeviceKind device = DeviceKind::cpu;
   MeshLayout mesh;  // default: dp_shard over the whole world
   // Options of each plugin by name ("fsdp": mode, prefetch, ...; "tp": sequence_parallel), as
@@ -104,6 +105,7 @@ struct TrainConfig {
   // Whether the run validates (val_every > 0), and whether it then holds out part of data_path.
   bool validates() const { return val_every > 0; }
   bool holds_out_validation() const { return validates() && val_data_path.empty(); }
+  bool dry_run() const { return device == DeviceKind::meta; }
   // The metrics file the run writes: metrics_path, or with a report and no metrics_path,
   // report_dir/metrics.jsonl; empty: none.
   std::string metrics_file() const;
@@ -123,6 +125,11 @@ struct TrainConfig {
   // the first step, and, on the local backend, the whole world's estimated memory within the
   // machine's.
   void validate() const;
+
+ private:
+  // The flags a dry run cannot honour (outputs, inputs with values, other backends), before
+  // anything is checked that they would make irrelevant (offload is refused after the plan).
+  void check_dry_run() const;
 };
 
 }  // namespace meshtrain

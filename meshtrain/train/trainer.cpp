@@ -50,18 +50,26 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
     : config_(config), world_(world), memory_(memory), optimizer_(adamw_config(config)) {
   config_.validate();
   mesh_ = std::make_unique<DeviceMesh>(world_, config_.effective_mesh());
-  TokenFile data = read_token_file(config_.data_path);
-  std::vector<Token> val_tokens = validation_tokens(data.tokens);
-  const int64_t step_tokens = config_.batch * config_.seq + 1;
-  MT_CHECK(
-      static_cast<int64_t>(data.tokens.size()) >= step_tokens, "--data '", config_.data_path,
-      "' holds ", data.tokens.size(), " tokens",
-      config_.holds_out_validation() ? " for training (the last tenth goes to validation)" : "",
-      ", fewer than one step reads (--batch x --seq + 1 = ", step_tokens,
-      "): every batch would repeat the same data; use a longer file or a smaller --batch or "
-      "--seq");
-  // The tokens training reads: a resume with another validation split is other data.
-  data_ = fingerprint_tokens(data);
+  const int64_t dp = mesh_->axis_size(mesh_axis::dp), dp_rank = mesh_->axis_rank(mesh_axis::dp);
+  TokenFile data;
+  std::vector<Token> val_tokens;
+  if (config_.dry_run()) {  // batches of the run's shapes, no data
+    batches_ = std::make_unique<TokenBatches>(
+        TokenBatches::shape_only(config_.batch, config_.seq, dp, dp_rank));
+  } else {
+    data = read_token_file(config_.data_path);
+    val_tokens = validation_tokens(data.tokens);
+    const int64_t step_tokens = config_.batch * config_.seq + 1;
+    MT_CHECK(
+        static_cast<int64_t>(data.tokens.size()) >= step_tokens, "--data '", config_.data_path,
+        "' holds ", data.tokens.size(), " tokens",
+        config_.holds_out_validation() ? " for training (the last tenth goes to validation)" : "",
+        ", fewer than one step reads (--batch x --seq + 1 = ", step_tokens,
+        "): every batch would repeat the same data; use a longer file or a smaller --batch or "
+        "--seq");
+    // The tokens training reads: a resume with another validation split is other data.
+    data_ = fingerprint_tokens(data);
+  }
 
   // Sharded initialisation: the model has no tensors, and each rank fills only its own pieces,
   // from a checkpoint, a safetensors file or the seed.
@@ -94,6 +102,9 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
     plan_.add(std::move(bound.strategy), bound.axes);
   parallel_ = plan_.apply(*mesh_, *model_, values.get());
   parallel_.engine->set_activation_checkpointing(config_.ac);
+  // A dry run's one step shows a steady step: AdamW's moments, which the first step allocates,
+  // are held through every later one.
+  if (config_.dry_run()) optimizer_.prepare_state(parallel_.state->optimizer_slots());
 
   if (!config_.resume_dir.empty()) {
     restore_optimizer(*checkpoint, *parallel_.state, optimizer_, *mesh_, *model_);
@@ -111,13 +122,12 @@ Trainer::Trainer(const TrainConfig& config, Communicator& world, MemoryTracker& 
                                                      : world_.size();
   }
 
-  batches_ = std::make_unique<TokenBatches>(
-      std::move(data.tokens), config_.model->vocab(), config_.batch, config_.seq,
-      mesh_->axis_size(mesh_axis::dp), mesh_->axis_rank(mesh_axis::dp));
+  if (!batches_)
+    batches_ = std::make_unique<TokenBatches>(std::move(data.tokens), config_.model->vocab(),
+                                              config_.batch, config_.seq, dp, dp_rank);
   if (config_.validates())
-    val_batches_ = std::make_unique<TokenBatches>(
-        std::move(val_tokens), config_.model->vocab(), config_.batch, config_.seq,
-        mesh_->axis_size(mesh_axis::dp), mesh_->axis_rank(mesh_axis::dp));
+    val_batches_ = std::make_unique<TokenBatches>(std::move(val_tokens), config_.model->vocab(),
+                                                  config_.batch, config_.seq, dp, dp_rank);
 }
 
 std::vector<Token> Trainer::validation_tokens(std::vector<Token>& data) const {
@@ -177,11 +187,18 @@ std::vector<MicroBatch> Trainer::split_micro_batches(const TokenBatch& batch) co
   return micro_batches;
 }
 
-uint64_t Trainer::strategy_bytes_sent() const {
+std::vector<std::pair<std::string, uint64_t>> Trainer::bytes_sent_by_group() const {
   // Every axis's group and the flattened "dp" (FSDP bound to both data axes runs on it).
-  uint64_t total = mesh_->comm(mesh_axis::dp).counters().total_sent();
+  std::vector<std::pair<std::string, uint64_t>> sent;
   for (const MeshAxis& axis : mesh_->layout().axes())
-    total += mesh_->comm(axis.name).counters().total_sent();
+    sent.emplace_back(axis.name, mesh_->comm(axis.name).counters().total_sent());
+  sent.emplace_back(mesh_axis::dp, mesh_->comm(mesh_axis::dp).counters().total_sent());
+  return sent;
+}
+
+uint64_t Trainer::strategy_bytes_sent() const {
+  uint64_t total = 0;
+  for (const auto& [group, bytes] : bytes_sent_by_group()) total += bytes;
   return total;
 }
 
@@ -228,7 +245,7 @@ StepMetrics Trainer::step() {
   const MemoryStats mem = memory_.stats(config_.device);
   // The state a rank holds between steps, wherever it lives (offloaded: on the host).
   uint64_t sharded = 0;
-  for (const DeviceKind kind : {DeviceKind::cpu, DeviceKind::cuda}) {
+  for (const DeviceKind kind : {DeviceKind::cpu, DeviceKind::cuda, DeviceKind::meta}) {
     const MemoryStats held = memory_.stats(kind);
     sharded += held[MemoryCategory::param].current + held[MemoryCategory::grad].current +
                held[MemoryCategory::optimizer].current;

@@ -7,17 +7,18 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "meshtrain/train/step_metrics.h"
-#include "meshtrain/train/train_config.h"
-#include "meshtrain/train/training_checkpoint.h"
 #include "meshtrain/core/comm/communicator.h"
 #include "meshtrain/mesh/device_mesh.h"
 #include "meshtrain/models/adamw.h"
 #include "meshtrain/models/token_batches.h"
 #include "meshtrain/parallel/global_parameters.h"
 #include "meshtrain/parallel/parallel_plan.h"
+#include "meshtrain/train/step_metrics.h"
+#include "meshtrain/train/train_config.h"
+#include "meshtrain/train/training_checkpoint.h"
 
 namespace meshtrain {
 
@@ -45,6 +46,10 @@ class Trainer {
   // What this rank holds and the optimizer steps (FSDP: its shards).
   TrainableState& state() { return *parallel_.state; }
   int rank() const { return world_.rank(); }
+  // The bytes this rank has sent so far on each mesh axis's group and on "dp" (both data axes
+  // flattened), in mesh order with "dp" last: the strategies' traffic (the world group's own
+  // exchanges of figures are not counted).
+  std::vector<std::pair<std::string, uint64_t>> bytes_sent_by_group() const;
 
   // Collective: world rank 0 calls fn on every parameter's global fp32 value (Hugging Face shape),
   // one parameter at a time (meshtrain/parallel/global_parameters.h); the other ranks only send.

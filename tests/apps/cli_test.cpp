@@ -483,5 +483,22 @@ TEST_F(Cli, MistypedCheckpointMetadataIsNamed) {
                                "'batch' must be a non-negative integer, got \"4\""));
 }
 
+// --dry-run needs no data, runs any world size, and refuses what it cannot honour by flag.
+TEST_F(Cli, DryRunPrintsMemoryAndTrafficPerRank) {
+  CliResult r = run_cli(dir_,
+                        "train --dry-run --model llama-tiny --seq 16 --world 8 --mesh "
+                        "pp=2,dp_shard=2,tp=2 --grad-accum 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("dry run: "));
+  EXPECT_THAT(r.out, HasSubstr("on 8 ranks (pp=2,dp_shard=2,tp=2)"));
+  EXPECT_THAT(r.out, HasSubstr("activations"));
+  EXPECT_THAT(r.out, HasSubstr("bytes sent per rank in the step"));
+  r = run_cli(dir_, "train --dry-run --model llama-tiny --seq 16 --world 2 --save '" +
+                        dir_.file("m.safetensors") + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--dry-run computes nothing"));
+  EXPECT_THAT(r.err, HasSubstr("drop --save"));
+}
+
 }  // namespace
 }  // namespace meshtrain

@@ -173,10 +173,13 @@ int64_t logit_rows(const Args& args, const Tensor& logits) {
 
 }  // namespace
 
-// Runs the implementation of `fn` for the device the arguments live on, as one `kernel` span of
-// the rank's trace named by the op (core/trace; nothing but a thread-local load when not tracing).
-// While this thread is traced, a CUDA kernel's span waits for the kernel to finish, so that it
-// measures the run on the device rather than the launch (a traced GPU run is slower for it).
+// On shape-only (meta) tensors a kernel has checked its arguments and computes nothing: it
+// returns what its result type's value-initialisation gives (sum_squares: 0).
+// Otherwise runs the implementation of `fn` for the device the arguments live on, as one `kernel`
+// span of the rank's trace named by the op (core/trace; nothing but a thread-local load when not
+// tracing). While this thread is traced, a CUDA kernel's span waits for the kernel to finish, so
+// that it measures the run on the device rather than the launch (a traced GPU run is slower for
+// it).
 #if MESHTRAIN_HAS_CUDA
 namespace {
 template <typename Call>
@@ -193,16 +196,18 @@ auto traced_cuda_call(Device device, Call&& call) {
 }  // namespace
 #define MT_DISPATCH(args, fn, ...)                                                   \
   do {                                                                               \
+    if ((args).device().is_meta()) return decltype(cpu::fn(__VA_ARGS__))();          \
     const trace::Scope mt_kernel_span(trace::Kind::kernel, (args).op());             \
     if (!(args).device().is_cuda()) return cpu::fn(__VA_ARGS__);                     \
     return traced_cuda_call((args).device(), [&] { return cuda::fn(__VA_ARGS__); }); \
   } while (0)
 #else
-#define MT_DISPATCH(args, fn, ...)                                       \
-  do {                                                                   \
-    if ((args).device().is_cuda()) no_cuda(args);                        \
-    const trace::Scope mt_kernel_span(trace::Kind::kernel, (args).op()); \
-    return cpu::fn(__VA_ARGS__);                                         \
+#define MT_DISPATCH(args, fn, ...)                                          \
+  do {                                                                      \
+    if ((args).device().is_meta()) return decltype(cpu::fn(__VA_ARGS__))(); \
+    if ((args).device().is_cuda()) no_cuda(args);                           \
+    const trace::Scope mt_kernel_span(trace::Kind::kernel, (args).op());    \
+    return cpu::fn(__VA_ARGS__);                                            \
   } while (0)
 #endif
 

@@ -20,6 +20,7 @@ char* bytes_of(const Tensor& t) { return static_cast<char*>(t.raw_data()); }
 // Host buffers by memcpy; device buffers on the calling thread's stream (peer copies included).
 void copy(const Tensor& to, size_t to_offset, const Tensor& from, size_t from_offset,
           size_t bytes) {
+  if (to.device().is_meta()) return;  // shape-only: nothing to move
   char* dst = bytes_of(to) + to_offset;
   const char* src = bytes_of(from) + from_offset;
   if (bytes == 0 || dst == src) return;
@@ -35,6 +36,7 @@ void copy(const Tensor& to, size_t to_offset, const Tensor& from, size_t from_of
 // W. A source on another device than the reduction's is copied there first.
 void reduce_range(const Tensor& out, int64_t out_begin, const std::vector<Tensor>& srcs,
                   int64_t src_begin, int64_t n, ReduceOp op, Device where) {
+  if (out.device().is_meta()) return;  // shape-only: nothing to reduce
   const size_t element = dtype_size(out.dtype());
   if (where != out.device()) {
     const Tensor reduced = Tensor::empty({n}, out.dtype(), where);
@@ -86,6 +88,7 @@ std::vector<Tensor> buffers(const Slot& slot, Tensor Post::*which) {
 Device device_of(const Tensor& in, const Tensor& out) {
   if (out.defined() && out.device().is_cuda()) return out.device();
   if (in.defined() && in.device().is_cuda()) return in.device();
+  if (out.defined() && out.device().is_meta()) return out.device();
   return Device::cpu();
 }
 

@@ -8,7 +8,8 @@
 namespace meshtrain::local {
 
 // The GPU a collective moves data on, when one of its buffers is there (an offloaded host
-// buffer crosses to the other's GPU); the host otherwise, and for a barrier.
+// buffer crosses to the other's GPU); meta for shape-only buffers (nothing moves); the host
+// otherwise, and for a barrier.
 Device device_of(const Tensor& in, const Tensor& out);
 
 // out chunk j <- in of rank j.

@@ -12,18 +12,22 @@ namespace meshtrain::local {
 
 namespace {
 
-const char* begin_of(const Tensor& t) { return static_cast<const char*>(t.raw_data()); }
+// Where t starts in its storage (tensors of distinct storages never share memory; shape-only
+// tensors have no addresses to compare).
+size_t byte_offset(const Tensor& t) {
+  return static_cast<size_t>(t.offset()) * dtype_size(t.dtype());
+}
 
 bool overlap(const Tensor& a, const Tensor& b) {
-  if (a.nbytes() == 0 || b.nbytes() == 0) return false;
-  const char* a0 = begin_of(a);
-  const char* b0 = begin_of(b);
+  if (a.nbytes() == 0 || b.nbytes() == 0 || a.storage() != b.storage()) return false;
+  const size_t a0 = byte_offset(a), b0 = byte_offset(b);
   return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
 }
 
 // in-place use is safe when `part` is exactly chunk `index` of `whole` (chunks of part's size).
 bool is_chunk(const Tensor& part, const Tensor& whole, int index) {
-  return begin_of(part) == begin_of(whole) + index * part.nbytes();
+  return part.storage() == whole.storage() &&
+         byte_offset(part) == byte_offset(whole) + index * part.nbytes();
 }
 
 void check_reduction(DType dtype, ReduceOp op, std::string_view what) {
@@ -63,8 +67,8 @@ LocalCommunicator::~LocalCommunicator() {
 
 void LocalCommunicator::check_buffer(const Tensor& buffer, std::string_view what) const {
   MT_CHECK(buffer.defined(), what, ": undefined tensor");
-  MT_CHECK(buffer.device().is_cpu() || buffer.device().is_cuda(), what,
-           ": the local backend moves host or CUDA buffers, got ", buffer.describe());
+  MT_CHECK(buffer.device().is_cpu() || buffer.device().is_cuda() || buffer.device().is_meta(), what,
+           ": the local backend moves host, CUDA or shape-only buffers, got ", buffer.describe());
 }
 
 WaitContext LocalCommunicator::context(CommOp op, uint64_t seq) const {

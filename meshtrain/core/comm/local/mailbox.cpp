@@ -81,9 +81,11 @@ void Mailbox::transfer(const P2PKey& key, Side& send, Side& recv) {
     on_mismatch_(message);
     return;
   }
-  if (to.nbytes() > 0 && to.device().is_cpu()) {
+  if (to.nbytes() == 0 || to.device().is_meta()) {
+    // nothing to move
+  } else if (to.device().is_cpu()) {
     std::memcpy(to.raw_data(), from.raw_data(), to.nbytes());
-  } else if (to.nbytes() > 0) {
+  } else {
     try {
       order_after(send.issued, to.device());
       order_after(recv.issued, to.device());

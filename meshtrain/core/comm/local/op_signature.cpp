@@ -12,7 +12,9 @@ std::string describe(const OpSignature& s) {
     qualifier = detail::concat(" from root ", s.root);
   return detail::concat(comm_op_name(s.op), qualifier, " of ", s.bytes, " bytes (",
                         dtype_name(s.dtype), ")",
-                        s.memory == DeviceKind::cuda ? " in CUDA memory" : "");
+                        s.memory == DeviceKind::cuda   ? " in CUDA memory"
+                        : s.memory == DeviceKind::meta ? " in shape-only buffers"
+                                                       : "");
 }
 
 int phase_count(CommOp op) {

@@ -1,5 +1,5 @@
 // What every rank must agree on for a collective in one slot: op, size, dtype, reduction, root,
-// and where the buffers live (host or GPU memory: one collective moves one kind).
+// and where the buffers live (host, GPU or shape-only memory: one collective moves one kind).
 #pragma once
 
 #include <cstddef>

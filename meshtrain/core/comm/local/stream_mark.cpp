@@ -18,7 +18,7 @@ void check(cudaError_t status, const char* what) {
 }  // namespace
 
 std::shared_ptr<const StreamMark> StreamMark::record(Device device) {
-  if (device.is_cpu()) return nullptr;
+  if (!device.is_cuda()) return nullptr;
   check(cudaSetDevice(device.index), "cudaSetDevice");
   std::shared_ptr<StreamMark> mark(new StreamMark);
   cudaEvent_t event = nullptr;
@@ -40,7 +40,7 @@ void StreamMark::order_stream_of(Device device) const {
 }
 #else
 std::shared_ptr<const StreamMark> StreamMark::record(Device device) {
-  if (device.is_cpu()) return nullptr;
+  if (!device.is_cuda()) return nullptr;
   throw NotSupported("the local backend got a CUDA buffer, but this build has no CUDA");
 }
 StreamMark::~StreamMark() = default;
