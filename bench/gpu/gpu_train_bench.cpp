@@ -1,8 +1,9 @@
 // GPU training benchmark, in one run:
 //   1. GPT-2 124M (V=50257, T=1024, d=768, 12 blocks of 12 heads) on one GPU, f32 and bf16
 //      compute (FSDP param_dtype), reporting tokens/s, achieved model FLOP/s and MFU against the
-//      H100/H200 SXM dense peak of the dtype: 989 TFLOP/s bf16 (tensor cores, fp32 accumulation),
-//      67 TFLOP/s fp32 (no TF32: the f32 GEMMs compute in full fp32). FLOPs per step
+//      GPU's published dense peak of the dtype (meshtrain/train/device_peak.h; H100/H200 SXM:
+//      989 TFLOP/s bf16 on tensor cores with fp32 accumulation, 67 TFLOP/s fp32 without TF32,
+//      as the f32 GEMMs compute in full fp32). FLOPs per step
 //      (ModelSpec::training_flops): 6 N tokens for the weights, N counting
 //      every parameter (the position table too), plus 12 B L T^2 d for attention's two products
 //      over the full T x T. That attention term is nanoGPT's and PaLM's; nanoGPT leaves the
@@ -32,13 +33,13 @@
 #include "bench/train/mode_run.h"
 #include "bench/train/token_corpus.h"
 #include "meshtrain/core/device_memory.h"
+#include "meshtrain/train/device_peak.h"
 
 namespace meshtrain::bench {
 namespace {
 
-// H100/H200 SXM dense peaks, by compute dtype.
-constexpr double kBf16PeakFlops = 989e12;  // tensor cores, fp32 accumulation
-constexpr double kF32PeakFlops = 67e12;    // CUDA cores, no TF32
+// The published dense peak of this machine's first GPU for `dtype`; 0 when not known.
+double peak_flops(DType dtype) { return published_dense_peak_flops(cuda_device_name(0), dtype); }
 
 BenchSettings g_single;  // one rank
 BenchSettings g_sharded;  // W ranks on the same GPU
@@ -58,16 +59,18 @@ double flops_per_step(const BenchSettings& s) {
 void print_tables() {
   const double flops = flops_per_step(g_single);
   std::printf(
-      "\none GPU, %.3g model FLOP per step; MFU against the dtype's dense peak (bf16 %.0f, "
-      "f32 %.0f TFLOP/s)\n%-6s %10s %9s %10s %8s %14s\n",
-      flops, kBf16PeakFlops / 1e12, kF32PeakFlops / 1e12, "dtype", "tok/s", "step ms", "TFLOP/s",
-      "MFU", "peak MiB");
+      "\none GPU (%s), %.3g model FLOP per step; MFU against the dtype's published dense peak "
+      "(bf16 %.0f, f32 %.0f TFLOP/s; 0: not known)\n%-6s %10s %9s %10s %8s %14s\n",
+      cuda_device_name(0).c_str(), flops, peak_flops(DType::bf16) / 1e12,
+      peak_flops(DType::f32) / 1e12, "dtype", "tok/s", "step ms", "TFLOP/s", "MFU", "peak MiB");
   for (const std::string& name : g_precision.order) {
     const ModeResult& r = g_precision.results.at(name);
     const double achieved = flops / r.step_s;
-    const double peak = name == "bf16" ? kBf16PeakFlops : kF32PeakFlops;
-    std::printf("%-6s %10.0f %9.1f %10.1f %7.1f%% %14.0f\n", name.c_str(), r.tokens_per_s,
-                r.step_s * 1e3, achieved / 1e12, 100.0 * achieved / peak, r.peak_mem_bytes / kMiB);
+    const double peak = peak_flops(name == "bf16" ? DType::bf16 : DType::f32);
+    char mfu[16] = "-";
+    if (peak > 0) std::snprintf(mfu, sizeof mfu, "%.1f%%", 100.0 * achieved / peak);
+    std::printf("%-6s %10.0f %9.1f %10.1f %8s %14.0f\n", name.c_str(), r.tokens_per_s,
+                r.step_s * 1e3, achieved / 1e12, mfu, r.peak_mem_bytes / kMiB);
   }
   const ModeResult* none = g_fsdp.base();
   std::printf(
