@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "meshtrain/checkpoint/durable_files.h"
 #include "meshtrain/cli/commands.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/plugins/builtin_tools.h"
@@ -23,6 +24,7 @@ struct ScheduleFlags {
   std::string kind;
   std::string file;
   std::string costs = "1,1,1";
+  std::string svg;  // also draw the schedule into this file
 };
 
 // "F,I,W" -> PipelineStageCosts, each a finite non-negative number.
@@ -48,6 +50,15 @@ std::string report(const ScheduleFlags& f) {
   if (f.file.empty() && (f.pp == 0 || f.microbatches == 0 || f.kind.empty()))
     throw InvalidArgument("schedule needs --pp, --microbatches and --schedule, or --file");
   const PipelineStageCosts costs = parse_costs(f.costs);
+  if (!f.svg.empty()) {
+    check_output_is_not_input(f.svg, "--svg", f.file, "the --file schedule");
+    const std::string drawing = f.file.empty() ? pipeline_schedule_svg(f.kind, f.pp, f.microbatches,
+                                                                       f.virtual_stages, costs)
+                                               : pipeline_schedule_file_svg(f.file, costs);
+    AtomicFile file(f.svg);  // whole or not at all
+    write_file_synced(file.partial_path(), drawing);
+    file.commit();
+  }
   if (!f.file.empty()) return pipeline_schedule_file_report(f.file, costs);
   return pipeline_schedule_report(f.kind, f.pp, f.microbatches, f.virtual_stages, costs);
 }
@@ -75,6 +86,8 @@ void add_schedule_command(CLI::App& app) {
                   "F,I,W: time of one stage's forward, input-gradient and weight-gradient "
                   "backward; a full backward costs I+W")
       ->capture_default_str();
+  cmd->add_option("--svg", f->svg,
+                  "also draw the schedule as a timeline into this SVG file (opens in a browser)");
   cmd->callback([f] { std::cout << report(*f); });
 }
 

@@ -1,19 +1,26 @@
 #include "meshtrain/plugins/builtin_tools.h"
 
+#include <cstdio>
 #include <fstream>
 #include <iomanip>
+#include <map>
 #include <sstream>
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/plugins/pp/schedule_generators.h"
 #include "meshtrain/plugins/pp/schedule_sim.h"
+#include "meshtrain/report/svg_timeline.h"
 
 namespace meshtrain {
 
 namespace {
 
+Costs costs_of(const PipelineStageCosts& stage_costs) {
+  return {stage_costs.forward, stage_costs.backward_input, stage_costs.backward_weight};
+}
+
 std::string report(const Schedule& schedule, const PipelineStageCosts& stage_costs) {
-  const Costs costs{stage_costs.forward, stage_costs.backward_input, stage_costs.backward_weight};
+  const Costs costs = costs_of(stage_costs);
   const Simulation sim = simulate(schedule, costs);
   std::ostringstream out;
   out << schedule.to_string() << "\n"
@@ -26,6 +33,66 @@ std::string report(const Schedule& schedule, const PipelineStageCosts& stage_cos
     out << std::setw(4) << r << std::setw(6) << sim.busy[r] << std::setw(6) << sim.idle[r]
         << std::setw(6) << sim.peak_in_flight[r] << "\n";
   return out.str();
+}
+
+// The colour of each computation kind in a drawn schedule.
+std::string_view color_of(ActionKind kind) {
+  switch (kind) {
+    case ActionKind::forward:
+      return "#1f77b4";
+    case ActionKind::full_backward:
+      return "#2ca02c";
+    case ActionKind::backward_input:
+      return "#ff7f0e";
+    case ActionKind::backward_weight:
+      return "#9467bd";
+    default:
+      return "#7f7f7f";
+  }
+}
+
+std::string drawing(const Schedule& schedule, const PipelineStageCosts& stage_costs,
+                    const std::string& name) {
+  const Simulation sim = simulate(schedule, costs_of(stage_costs));
+  Timeline t;
+  char bubble[32];
+  std::snprintf(bubble, sizeof bubble, "%.1f%%", 100.0 * sim.bubble_fraction);
+  t.title = detail::concat(name, ": ", schedule.ranks, " ranks, ", schedule.micro_batches,
+                           " micro-batches, ", schedule.virtual_stages,
+                           " stage(s) per rank; makespan ", sim.makespan, ", bubble ", bubble);
+  t.time_unit = detail::concat("time (F=", stage_costs.forward, " I=", stage_costs.backward_input,
+                               " W=", stage_costs.backward_weight, ", B=I+W)");
+  std::map<Action, std::pair<int, double>> posted;  // send -> its lane and time
+  for (int r = 0; r < schedule.ranks; ++r) {
+    t.lanes.push_back("rank " + std::to_string(r));
+    for (const TimedAction& a : sim.timeline[r]) {
+      if (is_send(a.action.kind)) posted[a.action] = {r, a.end};
+      if (!is_compute(a.action.kind)) continue;
+      const std::string label = to_string(a.action);
+      t.boxes.push_back(
+          {r, a.start, a.end, label, std::string(color_of(a.action.kind)),
+           detail::concat("rank ", r, ": ", label, " from ", a.start, " to ", a.end)});
+    }
+  }
+  for (int r = 0; r < schedule.ranks; ++r)
+    for (const TimedAction& a : sim.timeline[r])
+      if (is_recv(a.action.kind)) {
+        const auto& [lane, time] = posted.at(matching_transfer(a.action));
+        t.arrows.push_back({lane, time, r, a.end});
+      }
+  for (const auto& [kind, text] : {std::pair{ActionKind::forward, "F: forward"},
+                                   {ActionKind::full_backward, "B: backward"},
+                                   {ActionKind::backward_input, "I: input gradient"},
+                                   {ActionKind::backward_weight, "W: weight gradient"}})
+    t.legend.push_back({text, std::string(color_of(kind))});
+  t.legend.push_back({"grey: idle", "#e6e6e6"});
+  return svg_timeline(t);
+}
+
+Schedule generated(std::string_view kind, int ranks, int micro_batches, int virtual_stages) {
+  const ScheduleKind parsed = parse_schedule_kind(kind);
+  if (virtual_stages == 0) virtual_stages = parsed == ScheduleKind::interleaved ? 2 : 1;
+  return make_schedule(parsed, ranks, micro_batches, virtual_stages);
 }
 
 Schedule read_schedule_file(const std::string& path) {
@@ -44,14 +111,21 @@ Schedule read_schedule_file(const std::string& path) {
 
 std::string pipeline_schedule_report(std::string_view kind, int ranks, int micro_batches,
                                      int virtual_stages, const PipelineStageCosts& costs) {
-  const ScheduleKind parsed = parse_schedule_kind(kind);
-  if (virtual_stages == 0) virtual_stages = parsed == ScheduleKind::interleaved ? 2 : 1;
-  return report(make_schedule(parsed, ranks, micro_batches, virtual_stages), costs);
+  return report(generated(kind, ranks, micro_batches, virtual_stages), costs);
 }
 
 std::string pipeline_schedule_file_report(const std::string& path,
                                           const PipelineStageCosts& costs) {
   return report(read_schedule_file(path), costs);
+}
+
+std::string pipeline_schedule_svg(std::string_view kind, int ranks, int micro_batches,
+                                  int virtual_stages, const PipelineStageCosts& costs) {
+  return drawing(generated(kind, ranks, micro_batches, virtual_stages), costs, std::string(kind));
+}
+
+std::string pipeline_schedule_file_svg(const std::string& path, const PipelineStageCosts& costs) {
+  return drawing(read_schedule_file(path), costs, path);
 }
 
 }  // namespace meshtrain

@@ -29,4 +29,11 @@ std::string pipeline_schedule_report(std::string_view kind, int ranks, int micro
 std::string pipeline_schedule_file_report(const std::string& path,
                                           const PipelineStageCosts& costs);
 
+// The same schedules replayed with `costs` and drawn as a timeline, an SVG document that opens
+// in a browser: a lane per rank, F, B, I and W in colours with their stage and micro-batch, the
+// idle time in grey, an arrow per transfer from its send to its receive. Same errors.
+std::string pipeline_schedule_svg(std::string_view kind, int ranks, int micro_batches,
+                                  int virtual_stages, const PipelineStageCosts& costs);
+std::string pipeline_schedule_file_svg(const std::string& path, const PipelineStageCosts& costs);
+
 }  // namespace meshtrain

@@ -1,14 +1,15 @@
 // `meshtrain schedule`: prints a schedule with its bubble and peak activations, checks a
 // hand-written one, and ends bad input with a message and a non-zero exit.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "tests/apps/apps_test_support.h"
+#include "tests/report/mini_xml.h"
 
 namespace meshtrain {
 namespace {
@@ -96,6 +97,39 @@ TEST_F(ScheduleCli, BadInputEndsWithAMessage) {
     EXPECT_THAT(r.err, HasSubstr(message)) << args;
     EXPECT_EQ(r.out, "") << args;
   }
+}
+
+// --svg draws the replayed schedule: a box per computation, an arrow per transfer, a grey lane
+// per rank; it never writes over the schedule file it draws.
+TEST_F(ScheduleCli, DrawsTheScheduleAsATimeline) {
+  const std::string svg = dir_.file("schedule.svg");
+  const CliResult r =
+      run_cli(dir_, "schedule --pp 4 --microbatches 8 --schedule 1f1b --svg '" + svg + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("bubble fraction"));  // the report as without --svg
+  const testing::XmlNode root = testing::MiniXml::parse(testing::read_text(svg));
+  std::vector<const testing::XmlNode*> rects, lines;
+  root.find_all("rect", rects);
+  root.find_all("line", lines);
+  const auto count = [](const std::vector<const testing::XmlNode*>& nodes, const char* css) {
+    return std::count_if(nodes.begin(), nodes.end(), [&](const testing::XmlNode* n) {
+      return n->attributes.count("class") && n->attributes.at("class") == css;
+    });
+  };
+  EXPECT_EQ(count(rects, "box"), 4 * 8 * 2);  // F and B of 8 micro-batches on 4 ranks
+  EXPECT_EQ(count(rects, "idle"), 4);
+  EXPECT_EQ(count(lines, "transfer"), 2 * 3 * 8);  // activations and gradients over 3 links
+  EXPECT_THAT(root.children.size(), ::testing::Gt(0u));
+
+  const std::string file = dir_.file("custom.txt");
+  testing::write_text(file,
+                      "schedule ranks=1 virtual_stages=1 micro_batches=1\n"
+                      "rank 0: 0F0 0B0\n");
+  const CliResult same = run_cli(dir_, "schedule --file '" + file + "' --svg '" + file + "'");
+  EXPECT_NE(same.exit_code, 0);
+  EXPECT_THAT(same.err, HasSubstr("--svg"));
+  EXPECT_EQ(testing::read_text(file),
+            "schedule ranks=1 virtual_stages=1 micro_batches=1\nrank 0: 0F0 0B0\n");
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -122,6 +124,38 @@ TEST(ScheduleGenerators, IdleTimePerRank) {
   for (int r = 0; r < 4; ++r) {
     EXPECT_DOUBLE_EQ(sim.busy[r], 8 * 4.0);
     EXPECT_DOUBLE_EQ(sim.idle[r], 3 * 4.0);
+  }
+}
+
+// The timeline behind those sums: every action of every rank once, in its order, computations
+// lasting their cost, a receive done once its send was posted; rank r starts its first forward
+// after r forwards upstream.
+TEST(ScheduleGenerators, TimelineHoldsEveryActionAtItsTime) {
+  const Schedule schedule = make_schedule(ScheduleKind::one_f_one_b, 4, 8);
+  const Simulation sim = simulate(schedule, Costs{1, 2, 1});
+  ASSERT_EQ(sim.timeline.size(), 4u);
+  std::map<Action, double> posted;
+  for (int r = 0; r < 4; ++r)
+    for (const TimedAction& a : sim.timeline[r])
+      if (is_send(a.action.kind)) posted[a.action] = a.end;
+  for (int r = 0; r < 4; ++r) {
+    const std::vector<TimedAction>& line = sim.timeline[r];
+    ASSERT_EQ(line.size(), schedule.per_rank[r].size());
+    double busy = 0, free = 0, end = 0;
+    for (size_t i = 0; i < line.size(); ++i) {
+      const TimedAction& a = line[i];
+      EXPECT_EQ(a.action, schedule.per_rank[r][i]);
+      EXPECT_GE(a.start, free);
+      if (is_recv(a.action.kind)) EXPECT_GE(a.end, posted.at(matching_transfer(a.action)));
+      busy += a.end - a.start;
+      free = end = a.end;
+    }
+    EXPECT_DOUBLE_EQ(busy, sim.busy[r]);
+    const auto first_forward = std::find_if(line.begin(), line.end(), [](const TimedAction& a) {
+      return a.action.kind == ActionKind::forward;
+    });
+    EXPECT_DOUBLE_EQ(first_forward->start, r * 1.0);
+    if (r == 0) EXPECT_DOUBLE_EQ(end, sim.makespan);
   }
 }
 

@@ -21,7 +21,7 @@ double cost_of(ActionKind kind, const Costs& costs) {
 Replay replay(const Schedule& schedule, const Costs& costs) {
   const size_t ranks = schedule.per_rank.size();
   Replay out{std::vector<double>(ranks, 0.0), std::vector<double>(ranks, 0.0),
-             std::vector<size_t>(ranks, 0), true};
+             std::vector<size_t>(ranks, 0), true, std::vector<std::vector<TimedAction>>(ranks)};
   std::map<Action, double> posted;  // send -> when it was posted
   // Each pass runs every rank as far as it can; a pass where none moves ends the replay. The
   // times do not depend on the order of the passes: an action starts when its rank is free and,
@@ -41,6 +41,7 @@ Replay replay(const Schedule& schedule, const Costs& costs) {
         const double cost = cost_of(a.kind, costs);
         out.finish[r] = start + cost;
         out.busy[r] += cost;
+        out.timeline[r].push_back({a, start, out.finish[r]});
         if (is_send(a.kind)) posted[a] = out.finish[r];
         moved = true;
       }

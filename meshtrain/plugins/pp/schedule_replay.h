@@ -15,6 +15,7 @@ struct Replay {
   std::vector<double> busy;     // per rank: time computing
   std::vector<size_t> stopped;  // per rank: index of the receive it blocks on, or its length
   bool complete = true;         // false: a deadlock, `stopped` says where
+  std::vector<std::vector<TimedAction>> timeline;  // per rank: the actions run, in order
 };
 
 Replay replay(const Schedule& schedule, const Costs& costs);

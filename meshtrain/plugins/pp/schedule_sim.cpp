@@ -38,6 +38,7 @@ Simulation simulate(const Schedule& schedule, const Costs& costs) {
   Simulation sim;
   sim.makespan = *std::max_element(run.finish.begin(), run.finish.end());
   sim.busy = run.busy;
+  sim.timeline = run.timeline;
   double idle = 0;
   for (int r = 0; r < schedule.ranks; ++r) {
     sim.idle.push_back(sim.makespan - run.busy[r]);

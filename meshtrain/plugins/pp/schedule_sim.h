@@ -17,6 +17,13 @@ struct Costs {
   double backward_weight = 1.0;
 };
 
+// One action as the replay ran it: a computation from `start` to `end` (its cost later); a send
+// posted at `start` (= end); a receive done at `end`, when its send was posted and its rank free.
+struct TimedAction {
+  Action action;
+  double start = 0, end = 0;
+};
+
 struct Simulation {
   double makespan = 0;         // from the first action to the last rank's end
   std::vector<double> busy;    // per rank: time spent computing
@@ -25,6 +32,7 @@ struct Simulation {
   // Per rank: most micro-batches whose activations it holds at once, counted per stage from F to
   // the stage's last backward action (B, or W when split), summed over the rank's stages.
   std::vector<int> peak_in_flight;
+  std::vector<std::vector<TimedAction>> timeline;  // per rank, its actions in order
 };
 
 // Throws InvalidArgument naming the offending action when the schedule is not executable: an
