@@ -88,6 +88,15 @@ DeviceMesh DeviceMesh::sub_mesh(const std::vector<std::string>& axes) const {
   return DeviceMesh(shared_, layout_.sub_layout(axes));
 }
 
+std::vector<std::pair<std::string, uint64_t>> DeviceMesh::bytes_sent_by_group() const {
+  std::vector<std::pair<std::string, uint64_t>> sent;
+  for (const MeshAxis& axis : shared_->root.axes())
+    sent.emplace_back(axis.name, shared_->comms.at(axis.name)->counters().total_sent());
+  sent.emplace_back(mesh_axis::dp,
+                    shared_->comms.at(std::string(mesh_axis::dp))->counters().total_sent());
+  return sent;
+}
+
 void DeviceMesh::add_communicator(const std::string& name, const std::vector<std::string>& axes) {
   const std::vector<int> group = shared_->root.group_of(world_rank(), axes);
   shared_->comms[name] = shared_->world->split_group(group, name);

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "meshtrain/core/comm/communicator.h"
@@ -52,6 +53,11 @@ class DeviceMesh {
 
   // The mesh of the given axes (in mesh order) that contains this rank. Not collective.
   DeviceMesh sub_mesh(const std::vector<std::string>& axes) const;
+
+  // The bytes this rank has sent so far on each axis's group of the root mesh and on "dp", in
+  // mesh order with "dp" last, as the communicators count them: the strategies' traffic (the
+  // world communicator's own exchanges are not counted).
+  std::vector<std::pair<std::string, uint64_t>> bytes_sent_by_group() const;
 
   std::string to_string() const;  // "mesh pp=2,tp=2 at rank 3 (world rank 3), coordinates (1, 1)"
 

@@ -7,7 +7,16 @@
 namespace meshtrain {
 
 double StepRunner::run(std::vector<MicroBatch>& micro_batches, double global_tokens) {
+  forward_backward(micro_batches, global_tokens);
+  return reduce_loss(micro_batches, global_tokens);
+}
+
+void StepRunner::forward_backward(std::vector<MicroBatch>& micro_batches, double global_tokens) {
   prepare(micro_batches, global_tokens);
+  run_micro_batches(micro_batches);
+}
+
+void StepRunner::run_micro_batches(std::vector<MicroBatch>& micro_batches) {
   const int count = static_cast<int>(micro_batches.size());
   for (int k = 0; k < count; ++k) {
     engine_.begin_micro_batch(k, count);
@@ -15,7 +24,6 @@ double StepRunner::run(std::vector<MicroBatch>& micro_batches, double global_tok
     engine_.backward(micro_batches[k], {}, /*last_backward=*/k == count - 1);
   }
   engine_.finish_backward();
-  return reduce_loss(micro_batches, global_tokens);
 }
 
 double StepRunner::evaluate(std::vector<MicroBatch>& micro_batches, double global_tokens) {

@@ -14,10 +14,10 @@
 // parameters + gradients + optimizer of a rank are what StepMetrics::sharded_state_bytes reports
 // (its maximum over ranks), wherever they live (host memory under offload).
 //
-// Not predicted yet: activations (the saved tensors of each layer at the schedule's peak),
-// full gradients alive until their reduction (MemoryCategory::unsharded_grad), communication
-// buffers (all-gather outputs in flight under the prefetch limit, reduce-scatter staging),
-// pipeline send/receive buffers, and step time.
+// Fast (no step runs, no tensor exists): the rest of a rank's memory — activations at the
+// schedule's peak, full gradients until their reduction, communication and pipeline buffers —
+// comes from replaying the rank's step (rank_replay.h), which tells the ranks with equal shards
+// apart by the optimizer bytes predicted here.
 #pragma once
 
 #include <cstdint>

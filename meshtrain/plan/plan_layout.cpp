@@ -56,11 +56,27 @@ std::string PlanLayout::to_string() const {
     out += detail::concat(" fsdp=", fsdp_mode_name(fsdp.mode),
                           " param_dtype=", dtype_name(fsdp.param_dtype));
   if (pipelined() && pp.virtual_stages > 1) out += detail::concat(" virtual=", pp.virtual_stages);
+  if (ac.mode != AcMode::none) out += detail::concat(" ac=", ac_mode_name(ac.mode));
+  if (ac.mode == AcMode::selective) out += detail::concat(" ac_every=", ac.every);
   return out;
 }
 
+void Workload::check(const PlanLayout& layout) const {
+  const int64_t dp = layout.mesh.span_size(mesh_axis::dp);
+  MT_CHECK(seq >= 1 && micro_batches >= 1 && batch >= 1 && batch % (dp * micro_batches) == 0,
+           "workload: a global batch of ", batch, " sequences of ", seq, " tokens in ",
+           micro_batches, " micro-batches per data rank on ", layout.mesh.to_string(),
+           ": sequences, tokens and micro-batches >= 1 expected, the batch a multiple of the ", dp,
+           " data ranks times the micro-batches");
+}
+
+int64_t Workload::micro_batch_rows(const PlanLayout& layout) const {
+  check(layout);
+  return batch / layout.mesh.span_size(mesh_axis::dp) / micro_batches;
+}
+
 PlanLayout plan_layout(const TrainConfig& config) {
-  PlanLayout layout{.mesh = config.effective_mesh()};
+  PlanLayout layout{.mesh = config.effective_mesh(), .ac = config.ac};
   for (const BoundStrategy& bound : bind_strategies(config)) {
     const Strategy* s = bound.strategy.get();
     if (const auto* fsdp = dynamic_cast<const FsdpStrategy*>(s)) {
@@ -78,6 +94,12 @@ PlanLayout plan_layout(const TrainConfig& config) {
     }
   }
   return layout;
+}
+
+Workload plan_workload(const TrainConfig& config) {
+  return {.batch = config.batch,
+          .seq = config.seq,
+          .micro_batches = static_cast<int>(config.grad_accum)};
 }
 
 }  // namespace meshtrain

@@ -1,7 +1,9 @@
 #include "meshtrain/plan/shape_communicator.h"
 
+#include <algorithm>
 #include <numeric>
 
+#include "meshtrain/core/comm/work.h"
 #include "meshtrain/core/error.h"
 
 namespace meshtrain {
@@ -16,26 +18,59 @@ std::vector<int> first_ranks(int size) {
 }  // namespace
 
 ShapeCommunicator::ShapeCommunicator(int size, int rank, std::string name)
-    : Communicator(rank, first_ranks(size), std::move(name), CommOptions{}) {}
+    : ShapeCommunicator(rank, first_ranks(size), std::move(name)) {}
+
+ShapeCommunicator::ShapeCommunicator(int rank, std::vector<int> world_ranks, std::string name)
+    : Communicator(rank, std::move(world_ranks), std::move(name), CommOptions{}) {}
+
+std::unique_ptr<Communicator> ShapeCommunicator::split_group(const std::vector<int>& group,
+                                                             std::string name) {
+  const auto self = std::find(group.begin(), group.end(), rank());
+  MT_CHECK(self != group.end(), "split_group: rank ", rank(), " is not in its own group");
+  std::vector<int> members;
+  for (const int r : group) {
+    MT_CHECK(r >= 0 && r < size(), "split_group: rank ", r, " outside group '", this->name(), "'");
+    members.push_back(world_ranks()[r]);
+  }
+  return std::unique_ptr<Communicator>(new ShapeCommunicator(static_cast<int>(self - group.begin()),
+                                                             std::move(members), std::move(name)));
+}
+
+bool ShapeCommunicator::supports(CommOp) const { return true; }
 
 void ShapeCommunicator::refuse(std::string_view what) const {
   throw NotSupported(detail::concat(what, " on group '", name(),
-                                    "': a shape-only group (the "
-                                    "planner's) has sizes and ranks but moves no data"));
+                                    "': a shape-only group (the planner's) has sizes and ranks "
+                                    "and takes shape-only tensors, but moves no data"));
 }
 
-void ShapeCommunicator::check_buffer(const Tensor&, std::string_view what) const { refuse(what); }
-WorkPtr ShapeCommunicator::do_all_gather(const Tensor&, const Tensor&) { refuse("all_gather"); }
+WorkPtr ShapeCommunicator::done(std::string_view op) const {
+  return std::make_shared<CompletedWork>(detail::concat(op, " on shape-only group '", name(), "'"),
+                                         options().timeout);
+}
+
+void ShapeCommunicator::check_buffer(const Tensor& buffer, std::string_view what) const {
+  if (!buffer.defined() || !buffer.device().is_meta())
+    refuse(detail::concat(what, " (", buffer.defined() ? buffer.describe() : "undefined", ")"));
+}
+
+WorkPtr ShapeCommunicator::do_all_gather(const Tensor&, const Tensor&) {
+  return done("all_gather");
+}
 WorkPtr ShapeCommunicator::do_reduce_scatter(const Tensor&, const Tensor&, ReduceOp) {
-  refuse("reduce_scatter");
+  return done("reduce_scatter");
 }
-WorkPtr ShapeCommunicator::do_all_reduce(const Tensor&, ReduceOp) { refuse("all_reduce"); }
-WorkPtr ShapeCommunicator::do_broadcast(const Tensor&, int) { refuse("broadcast"); }
-std::vector<WorkPtr> ShapeCommunicator::do_batch_p2p(const std::vector<P2POp>&) {
-  refuse("send/recv");
+WorkPtr ShapeCommunicator::do_all_reduce(const Tensor&, ReduceOp) { return done("all_reduce"); }
+WorkPtr ShapeCommunicator::do_broadcast(const Tensor&, int) { return done("broadcast"); }
+std::vector<WorkPtr> ShapeCommunicator::do_batch_p2p(const std::vector<P2POp>& ops) {
+  std::vector<WorkPtr> works;
+  for (const P2POp& op : ops) works.push_back(done(op.kind == P2POp::send ? "send" : "recv"));
+  return works;
 }
-WorkPtr ShapeCommunicator::do_all_to_all(const Tensor&, const Tensor&) { refuse("all_to_all"); }
-WorkPtr ShapeCommunicator::do_barrier() { refuse("barrier"); }
+WorkPtr ShapeCommunicator::do_all_to_all(const Tensor&, const Tensor&) {
+  return done("all_to_all");
+}
+WorkPtr ShapeCommunicator::do_barrier() { return done("barrier"); }
 std::unique_ptr<Communicator> ShapeCommunicator::do_split(const std::vector<int>&, int, int,
                                                           std::string) {
   refuse("split");

@@ -1,7 +1,13 @@
-// ShapeCommunicator: a group that knows only its size and this rank's place in it, for code that
-// asks a communicator how many ranks share a dimension and which slice is this rank's (a module's
-// parallelize under tensor parallelism) while the planner builds a rank's model without any
-// backend. Every collective throws NotSupported: nothing may move through it.
+// ShapeCommunicator: a group that knows only its members (their world ranks) and this rank's place
+// among them, for the planner's code that runs one rank's part of a layout alone, without a
+// backend and without the other ranks: a module's parallelize asks it how many ranks share a
+// dimension and which slice is this rank's; a DeviceMesh built over a shape-only world gets
+// shape-only groups for its axes (split_group needs no exchange: this rank's group is all it must
+// know); and strategies and layers computing over shape-only tensors (Device::meta) issue their
+// collectives through them. Such a collective is checked (shapes, dtypes) and counted as on any
+// group and completes at once: a shape-only buffer holds nothing to move, and a barrier alone
+// waits for nobody. A buffer with storage and split() by colors (which exchanges them) throw
+// NotSupported: no data moves.
 #pragma once
 
 #include <memory>
@@ -16,8 +22,12 @@ class ShapeCommunicator : public Communicator {
   // `size` members, this one at `rank`; world ranks 0..size-1.
   ShapeCommunicator(int size, int rank, std::string name);
 
+  // This rank's group, with the world ranks of its members; no other rank takes part.
+  std::unique_ptr<Communicator> split_group(const std::vector<int>& group,
+                                            std::string name) override;
+
   std::string_view backend_name() const override { return "shape-only"; }
-  bool supports(CommOp /*op*/) const override { return false; }
+  bool supports(CommOp op) const override;  // every op
 
  protected:
   void check_buffer(const Tensor& buffer, std::string_view what) const override;
@@ -32,7 +42,9 @@ class ShapeCommunicator : public Communicator {
                                          std::string name) override;
 
  private:
+  ShapeCommunicator(int rank, std::vector<int> world_ranks, std::string name);
   [[noreturn]] void refuse(std::string_view what) const;
+  WorkPtr done(std::string_view op) const;
 };
 
 }  // namespace meshtrain

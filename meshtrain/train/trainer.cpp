@@ -188,12 +188,7 @@ std::vector<MicroBatch> Trainer::split_micro_batches(const TokenBatch& batch) co
 }
 
 std::vector<std::pair<std::string, uint64_t>> Trainer::bytes_sent_by_group() const {
-  // Every axis's group and the flattened "dp" (FSDP bound to both data axes runs on it).
-  std::vector<std::pair<std::string, uint64_t>> sent;
-  for (const MeshAxis& axis : mesh_->layout().axes())
-    sent.emplace_back(axis.name, mesh_->comm(axis.name).counters().total_sent());
-  sent.emplace_back(mesh_axis::dp, mesh_->comm(mesh_axis::dp).counters().total_sent());
-  return sent;
+  return mesh_->bytes_sent_by_group();
 }
 
 uint64_t Trainer::strategy_bytes_sent() const {

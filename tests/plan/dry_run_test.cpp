@@ -26,43 +26,21 @@
 #include "meshtrain/models/model_registry.h"
 #include "meshtrain/plan/model_state.h"
 #include "tests/support/error_message.h"
+#include "tests/support/layout_cases.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/training_runs.h"
 
 namespace meshtrain::testing {
 namespace {
 
-struct Case {
-  std::string name;
-  std::string mesh;
-  std::map<std::string, std::map<std::string, std::string>> options;  // plugin -> key -> value
-  int grad_accum = 1;
-  AcMode ac = AcMode::none;
-};
-
-struct Family {
-  std::string name;
-  ModelSpecPtr spec;
-};
-
-void PrintTo(const Case& k, std::ostream* os) { *os << k.name; }
-void PrintTo(const Family& f, std::ostream* os) { *os << f.name; }
-
-TrainConfig config_of(const ModelSpecPtr& model, const Case& k) {
+TrainConfig config_of(const ModelSpecPtr& model, const LayoutCase& k) {
   TrainConfig c = uneven_config();
-  c.model = model;
   c.steps = 2;
   c.batch = 16;
-  c.mesh = parse_mesh_spec(k.mesh);
-  c.world = c.mesh.size();
-  c.grad_accum = k.grad_accum;
-  c.ac.mode = k.ac;
-  for (const auto& [plugin, options] : k.options)
-    for (const auto& [key, value] : options) c.set(plugin, key, value);
-  return c;
+  return with_layout(c, model, k);
 }
 
-class DryRunMatches : public ::testing::TestWithParam<std::tuple<Family, Case>> {};
+class DryRunMatches : public ::testing::TestWithParam<std::tuple<ModelFamily, LayoutCase>> {};
 
 TEST_P(DryRunMatches, TheRealRunsCounters) {
   const auto& [family, k] = GetParam();
@@ -89,15 +67,7 @@ TEST_P(DryRunMatches, TheRealRunsCounters) {
   for (size_t r = 0; r < real.size(); ++r) {
     const MemoryStats& want = real[r].memory;
     const MemoryStats& got = dry.ranks[r].memory;
-    for (const MemoryCategory category :
-         {MemoryCategory::param, MemoryCategory::grad, MemoryCategory::optimizer,
-          MemoryCategory::unsharded_param, MemoryCategory::unsharded_grad,
-          MemoryCategory::activation}) {
-      EXPECT_EQ(got[category].current, want[category].current)
-          << "rank " << r << " " << memory_category_name(category) << " held";
-      EXPECT_EQ(got[category].peak, want[category].peak)
-          << "rank " << r << " " << memory_category_name(category) << " peak";
-    }
+    expect_same_state_and_activations(got, want, r);
     const MemoryCounters& got_comm = got[MemoryCategory::comm];
     const MemoryCounters& want_comm = want[MemoryCategory::comm];
     EXPECT_EQ(got_comm.current, 0u) << "rank " << r;
@@ -117,23 +87,25 @@ TEST_P(DryRunMatches, TheRealRunsCounters) {
   }
 }
 
-const Family kFamilies[] = {{"gpt2", gpt2_model(uneven_model())},
-                            {"llama", llama_model(uneven_llama(2, /*tied=*/false))}};
+const ModelFamily kFamilies[] = {{"gpt2", gpt2_model(uneven_model())},
+                                 {"llama", llama_model(uneven_llama(2, /*tied=*/false))}};
 
-using Options = std::map<std::string, std::map<std::string, std::string>>;
-const Case kCases[] = {
-    {"fsdp4_full", "dp_shard=4"},
+const LayoutCase kCases[] = {
+    {"fsdp4_full", "dp_shard=4", {}},
     {"fsdp4_grad_op_bf16", "dp_shard=4",
-     Options{{"fsdp", {{"mode", "grad_op"}, {"param_dtype", "bf16"}}}}},
-    {"hsdp2x2_accum2", "dp_replicate=2,dp_shard=2", Options{{"fsdp", {{"mode", "hybrid"}}}}, 2},
-    {"ddp2", "dp_shard=2", Options{{"fsdp", {{"mode", "none"}}}}},
-    {"tp2_sp", "tp=2", Options{{"tp", {{"sequence_parallel", "true"}}}}},
+     PluginOptions{{"fsdp", {{"mode", "grad_op"}, {"param_dtype", "bf16"}}}}},
+    {"hsdp2x2_accum2", "dp_replicate=2,dp_shard=2", PluginOptions{{"fsdp", {{"mode", "hybrid"}}}},
+     2},
+    {"ddp2", "dp_shard=2", PluginOptions{{"fsdp", {{"mode", "none"}}}}},
+    {"tp2_sp", "tp=2", PluginOptions{{"tp", {{"sequence_parallel", "true"}}}}},
     {"fsdp2_tp2_ac_full", "dp_shard=2,tp=2", {}, 1, AcMode::full},
-    {"pp2_1f1b_fsdp2", "pp=2,dp_shard=2", Options{{"pp", {{"schedule", "1f1b"}}}}, 4},
-    {"pp2_interleaved", "pp=2", Options{{"pp", {{"schedule", "interleaved"}, {"virtual", "2"}}}},
-     4},
-    {"pp2_zb_ac_selective", "pp=2", Options{{"pp", {{"schedule", "zb-h1"}}}}, 2, AcMode::selective},
-    {"pp2_fsdp2_tp2_bf16", "pp=2,dp_shard=2,tp=2", Options{{"fsdp", {{"param_dtype", "bf16"}}}}, 2},
+    {"pp2_1f1b_fsdp2", "pp=2,dp_shard=2", PluginOptions{{"pp", {{"schedule", "1f1b"}}}}, 4},
+    {"pp2_interleaved", "pp=2",
+     PluginOptions{{"pp", {{"schedule", "interleaved"}, {"virtual", "2"}}}}, 4},
+    {"pp2_zb_ac_selective", "pp=2", PluginOptions{{"pp", {{"schedule", "zb-h1"}}}}, 2,
+     AcMode::selective},
+    {"pp2_fsdp2_tp2_bf16", "pp=2,dp_shard=2,tp=2",
+     PluginOptions{{"fsdp", {{"param_dtype", "bf16"}}}}, 2},
 };
 
 INSTANTIATE_TEST_SUITE_P(Layouts, DryRunMatches,

@@ -1,12 +1,13 @@
 // The planner's view of a layout: read from a run's config through the strategies the run binds,
-// its FSDP shard group the one FsdpStrategy shards over, and a shape-only tp group that moves
-// nothing.
+// its FSDP shard group the one FsdpStrategy shards over, its workload; shape-only groups that
+// move nothing and give one rank its mesh alone.
 #include "meshtrain/plan/plan_layout.h"
 
 #include <gtest/gtest.h>
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/mesh/axis_names.h"
+#include "meshtrain/mesh/device_mesh.h"
 #include "meshtrain/plan/shape_communicator.h"
 #include "meshtrain/plugins/fsdp/fsdp_strategy.h"
 #include "tests/support/ddp_plugin.h"
@@ -35,6 +36,18 @@ TEST(PlanLayout, ReadsTheRunsStrategiesAndTheirDefaults) {
   TrainConfig plain = uneven_config();
   plain.world = 8;  // the default mesh: dp_shard over the world
   EXPECT_EQ(plan_layout(plain).mesh.to_string(), "dp_shard=8");
+
+  c.ac = {.mode = AcMode::selective, .every = 3};  // the engine's, part of the layout
+  c.batch = 12;
+  c.seq = 7;
+  c.grad_accum = 3;
+  EXPECT_EQ(plan_layout(c).ac, c.ac);
+  EXPECT_EQ(plan_layout(c).to_string(),
+            "pp=2,dp_shard=2,tp=2 fsdp=full param_dtype=bf16 virtual=2 ac=selective ac_every=3");
+  const Workload w = plan_workload(c);
+  EXPECT_EQ(w.micro_batch_rows(plan_layout(c)), 2);  // 12 sequences / 2 data ranks / 3
+  EXPECT_THROW((Workload{.batch = 12, .seq = 7, .micro_batches = 4}.check(plan_layout(c))),
+               InvalidArgument);
 }
 
 TEST(PlanLayout, RefusesPluginsItDoesNotKnow) {
@@ -76,10 +89,33 @@ TEST(ShapeCommunicator, HasSizesAndRanksAndMovesNothing) {
   ShapeCommunicator tp(4, 3, "tp");
   EXPECT_EQ(tp.size(), 4);
   EXPECT_EQ(tp.rank(), 3);
+  // Shape-only buffers: checked and counted as on any group, complete at once.
+  const Tensor in = Tensor::empty({2, 3}, DType::bf16, Device::meta());
+  const Tensor out = Tensor::empty({8, 3}, DType::bf16, Device::meta());
+  EXPECT_TRUE(tp.all_gather_into(out, in)->is_completed());
+  EXPECT_EQ(tp.counters().sent(CommOp::all_gather), 3u * in.nbytes());
+  EXPECT_THROW(tp.all_gather_into(in, in), InvalidArgument);  // out must hold 4 x in
+  EXPECT_TRUE(tp.all_reduce(out, ReduceOp::sum)->is_completed());
+  EXPECT_EQ(tp.batch_p2p({{P2POp::send, in, 0}, {P2POp::recv, in, 2}}).size(), 2u);
+  // A buffer with storage, or a new group, would need data to move.
   const Tensor t = Tensor::zeros({4}, DType::f32, Device::cpu());
   EXPECT_THROW(tp.all_reduce(t, ReduceOp::sum), NotSupported);
-  EXPECT_THROW(tp.barrier(), NotSupported);
+  EXPECT_THROW(tp.split(0, 0, "half"), NotSupported);
   EXPECT_THROW(ShapeCommunicator(2, 2, "tp"), InvalidArgument);
+}
+
+// A mesh over a shape-only world, built by one rank alone, has the groups a real mesh has there.
+TEST(ShapeCommunicator, GivesOneRankItsMeshGroupsAlone) {
+  const MeshLayout layout = parse_mesh_spec("pp=2,dp_replicate=2,dp_shard=2,tp=2");
+  ShapeCommunicator world(layout.size(), 13, "world");
+  DeviceMesh mesh(world, layout);
+  for (const std::string axis : {"pp", "dp_replicate", "dp_shard", "tp", "dp"}) {
+    const Communicator& group = mesh.comm(axis);
+    EXPECT_EQ(group.world_ranks(), mesh.axis_group(axis)) << axis;
+    EXPECT_EQ(group.rank(), mesh.axis_rank(axis)) << axis;
+  }
+  EXPECT_EQ(mesh.comm("dp").size(), 4);
+  EXPECT_EQ(mesh.comm("tp").world_ranks(), (std::vector<int>{12, 13}));
 }
 
 }  // namespace

@@ -81,8 +81,10 @@ class Communicator {
   // ordered by key, then by rank here.
   std::unique_ptr<Communicator> split(int color, int key, std::string name);
   // Collective: each rank passes the members (ranks here) of its own group, which must include
-  // itself; groups must partition this communicator.
-  std::unique_ptr<Communicator> split_group(const std::vector<int>& group, std::string name);
+  // itself; groups must partition this communicator. Virtual for a group that needs no exchange
+  // to know its members (the planner's shape-only groups, for one rank alone).
+  virtual std::unique_ptr<Communicator> split_group(const std::vector<int>& group,
+                                                    std::string name);
 
   const CommCounters& counters() const { return counters_; }
   void reset_counters() { counters_ = {}; }

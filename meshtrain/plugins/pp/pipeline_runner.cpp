@@ -149,15 +149,13 @@ const Schedule& PipelineRunner::schedule(int micro_batches) {
   });
 }
 
-double PipelineRunner::run(std::vector<MicroBatch>& micro_batches, double global_tokens) {
-  prepare(micro_batches, global_tokens);
+void PipelineRunner::run_micro_batches(std::vector<MicroBatch>& micro_batches) {
   const Schedule& plan = schedule(static_cast<int>(micro_batches.size()));
   const auto start = std::chrono::steady_clock::now();
   timing_ = execute(plan, micro_batches, true);
   engine_.finish_backward();
   sum_tied_gradients();
   timing_.step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return reduce_loss(micro_batches, global_tokens);
 }
 
 double PipelineRunner::evaluate(std::vector<MicroBatch>& micro_batches, double global_tokens) {

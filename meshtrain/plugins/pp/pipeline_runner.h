@@ -55,7 +55,6 @@ class PipelineRunner : public StepRunner {
   PipelineRunner(Engine& engine, TrainableState& state, DeviceMesh& mesh,
                  PipelinePlacement placement, DType activation_dtype = DType::f32);
 
-  double run(std::vector<MicroBatch>& micro_batches, double global_tokens) override;
   // Forward only, through make_forward_schedule's pass over the same stages.
   double evaluate(std::vector<MicroBatch>& micro_batches, double global_tokens) override;
   // The schedule for `micro_batches` (generated once per count).
@@ -64,6 +63,10 @@ class PipelineRunner : public StepRunner {
   // The last training step's (evaluate leaves it as it was).
   const PipelineTiming& last_timing() const { return timing_; }
   std::optional<double> last_bubble_s() const override { return timing_.transfer_wait_s; }
+
+ protected:
+  // This rank's actions of the schedule, the reductions, then the tied gradients' sums.
+  void run_micro_batches(std::vector<MicroBatch>& micro_batches) override;
 
  private:
   // Runs this rank's actions of `plan`; F keeps what backward needs only when `for_backward`.

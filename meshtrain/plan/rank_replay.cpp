@@ -1,0 +1,127 @@
+#include "meshtrain/plan/rank_replay.h"
+
+#include <map>
+#include <memory>
+#include <tuple>
+#include <utility>
+
+#include "meshtrain/core/error.h"
+#include "meshtrain/mesh/axis_names.h"
+#include "meshtrain/mesh/device_mesh.h"
+#include "meshtrain/models/adamw.h"
+#include "meshtrain/models/token_batches.h"
+#include "meshtrain/parallel/parallel_plan.h"
+#include "meshtrain/plan/model_state.h"
+#include "meshtrain/plan/shape_communicator.h"
+#include "meshtrain/plugins/fsdp/fsdp_strategy.h"
+#include "meshtrain/plugins/pp/schedule_generators.h"
+
+namespace meshtrain {
+
+namespace {
+
+// The layout's strategies bound to their axes, as bind_strategies binds a run's.
+ParallelPlan strategies_of(const PlanLayout& layout, const Workload& workload) {
+  std::vector<std::pair<std::unique_ptr<Strategy>, std::vector<std::string>>> bound;
+  if (layout.pipelined())
+    bound.emplace_back(std::make_unique<PpStrategy>(layout.pp),
+                       std::vector<std::string>{std::string(mesh_axis::pp)});
+  if (layout.data_parallel())
+    bound.emplace_back(std::make_unique<FsdpStrategy>(layout.fsdp), layout.fsdp_axes());
+  if (layout.tensor_parallel())
+    bound.emplace_back(std::make_unique<TpStrategy>(layout.tp),
+                       std::vector<std::string>{std::string(mesh_axis::tp)});
+  ParallelPlan plan;
+  for (auto& [strategy, axes] : bound) {
+    strategy->check_plan(PlannedRun{
+        .mesh = layout.mesh,
+        .axes = axes,
+        .micro_batch_tokens = workload.micro_batch_rows(layout) * workload.seq,
+        .micro_batch_tokens_origin = "batch / data-parallel degree / micro-batches x seq"});
+    plan.add(std::move(strategy), std::move(axes));
+  }
+  return plan;
+}
+
+// The micro-batches as the trainer splits its token batch: views of its rows, so the batch is
+// held until the step ends.
+std::vector<MicroBatch> micro_batches(const Workload& workload, const DeviceMesh& mesh) {
+  const TokenBatch batch =
+      TokenBatches::shape_only(workload.batch, workload.seq, mesh.axis_size(mesh_axis::dp),
+                               mesh.axis_rank(mesh_axis::dp))
+          .batch(0);
+  const int64_t rows = batch.tokens.shape()[0] / workload.micro_batches;
+  std::vector<MicroBatch> out(static_cast<size_t>(workload.micro_batches));
+  for (int k = 0; k < workload.micro_batches; ++k) {
+    out[k].tokens = batch.tokens.rows(k * rows, rows);
+    out[k].targets = batch.targets.rows(k * rows, rows);
+  }
+  return out;
+}
+
+// One rank's step alone, on shape-only tensors and groups, as Trainer builds and steps it.
+ReplayedRank replay(const ModelSpec& spec, const PlanLayout& layout, const Workload& workload,
+                    int rank) {
+  MemoryTracker memory;  // outlives every tensor below
+  const MemoryScope counted(&memory);
+  ShapeCommunicator world(layout.mesh.size(), rank, "world");
+  DeviceMesh mesh(world, layout.mesh);
+  const std::unique_ptr<Model> model = spec.build(Device::meta());
+  // The run's source of initial values, which shape-only parameters never read.
+  const std::unique_ptr<ParameterSource> values = spec.init_values(/*seed=*/0);
+  ParallelPlan plan = strategies_of(layout, workload);
+  ParallelModel parallel = plan.apply(mesh, *model, values.get());
+  parallel.engine->set_activation_checkpointing(layout.ac);
+  AdamW optimizer;
+  optimizer.prepare_state(parallel.state->optimizer_slots());
+
+  memory.reset_peaks();  // the step's, as Trainer::step counts them
+  ReplayedRank out;
+  out.replayed = rank;
+  out.sent = mesh.bytes_sent_by_group();
+  {
+    std::vector<MicroBatch> mbs = micro_batches(workload, mesh);  // the step's, freed with it
+    parallel.runner->forward_backward(mbs, static_cast<double>(workload.batch * workload.seq));
+    optimizer.step(parallel.state->optimizer_slots(), /*lr=*/0.f);
+    parallel.state->zero_grad();
+  }
+  const std::vector<std::pair<std::string, uint64_t>> after = mesh.bytes_sent_by_group();
+  for (size_t i = 0; i < after.size(); ++i)
+    out.sent[i].second = after[i].second - out.sent[i].second;
+  out.memory = memory.stats(DeviceKind::meta);
+  return out;
+}
+
+// What the run would refuse before building anything, said as the planner's.
+void check_replayable(const ModelSpec& spec, const PlanLayout& layout, const Workload& workload) {
+  workload.check(layout);
+  MT_CHECK(spec.max_seq() == 0 || workload.seq <= spec.max_seq(), "workload: sequences of ",
+           workload.seq, " tokens exceed the model's context length ", spec.max_seq());
+  MT_CHECK(!layout.data_parallel() || !layout.fsdp.offload,
+           "the planner replays shape-only device tensors, and offloading keeps real host copies "
+           "of the model state: plan without offload (it moves the parameters, gradients and "
+           "optimizer state off the device; the rest is as without it)");
+  if (layout.pipelined())  // the schedule the runner would generate, or why there is none
+    make_schedule(layout.pp.schedule, layout.mesh.axis_size(mesh_axis::pp), workload.micro_batches,
+                  layout.pp.virtual_stages);
+}
+
+}  // namespace
+
+std::vector<ReplayedRank> replay_ranks(const ModelSpec& spec, const PlanLayout& layout,
+                                       const Workload& workload) {
+  check_replayable(spec, layout, workload);
+  // (pp rank, tp rank, optimizer bytes): one replay per class of ranks that hold the same.
+  std::map<std::tuple<int, int, uint64_t>, ReplayedRank> by_class;
+  std::vector<ReplayedRank> out;
+  for (const RankModelState& r : model_state_bytes(spec, layout).ranks) {
+    const std::tuple key{r.pp_rank, r.tp_rank, r.bytes.optimizer};
+    auto it = by_class.find(key);
+    if (it == by_class.end())
+      it = by_class.emplace(key, replay(spec, layout, workload, r.rank)).first;
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+}  // namespace meshtrain

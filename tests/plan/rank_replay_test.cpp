@@ -1,0 +1,189 @@
+// The planner's memory and traffic per rank, each rank's step replayed alone, against the dry
+// run's (which equal real runs' allocator counters and traffic, dry_run_test.cpp): parameters,
+// gradients, optimizer state, full parameters and gradients and activations to the byte, held and
+// peak, and bytes sent on every group, on every rank; the largest staging buffer equal and the
+// staging peak no more than the dry run's; the total peak equal without a pipeline, and off by
+// no more than the staged sends with one. Over plain, FSDP, HSDP and DDP steps with
+// accumulation, uneven shards, TP with and without sequence parallelism, activation
+// checkpointing full and selective, every pipeline schedule (interleaved with an odd micro-batch
+// count) and 3D, for GPT-2 and Llama; Llama 3.2 1B in 3D; and Llama 3 70B on 4096 ranks in a
+// fraction of a second, one replay per class of equal ranks. And what a run refuses, refused.
+#include "meshtrain/plan/rank_replay.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <ostream>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "meshtrain/core/error.h"
+#include "meshtrain/models/builtin_models.h"
+#include "meshtrain/models/llama_family.h"
+#include "meshtrain/train/dry_run.h"
+#include "tests/support/error_message.h"
+#include "tests/support/layout_cases.h"
+#include "tests/support/training_runs.h"
+
+namespace meshtrain::testing {
+namespace {
+
+// The case on the meta device, as a dry run takes it.
+TrainConfig dry_config(const ModelSpecPtr& model, const LayoutCase& k) {
+  TrainConfig c = uneven_config();
+  c.device = DeviceKind::meta;
+  c.data_path.clear();
+  c.batch = 24;
+  return with_layout(c, model, k);
+}
+
+// Every rank's replay against the dry run of `c` (a configuration on the meta device).
+void expect_as_dry_run(const TrainConfig& c) {
+  const std::vector<ReplayedRank> predicted =
+      replay_ranks(*c.model, plan_layout(c), plan_workload(c));
+  const DryRun dry = dry_run(c);
+  ASSERT_EQ(predicted.size(), dry.ranks.size());
+  for (size_t r = 0; r < predicted.size(); ++r) {
+    EXPECT_EQ(predicted[r].sent, dry.ranks[r].sent) << "rank " << r;
+    const MemoryStats& got = predicted[r].memory;
+    const MemoryStats& want = dry.ranks[r].memory;
+    expect_same_state_and_activations(got, want, r);
+    const MemoryCounters& got_comm = got[MemoryCategory::comm];
+    const MemoryCounters& want_comm = want[MemoryCategory::comm];
+    EXPECT_EQ(got_comm.largest, want_comm.largest) << "rank " << r << " largest staging buffer";
+    EXPECT_LE(got_comm.peak, want_comm.peak) << "rank " << r << " staging peak";
+    // Every other byte is the dry run's at every moment of the step, so the total peaks differ
+    // by the staging alone: none without a pipeline; with one, a run's sends wait staged for
+    // their receives, which the replay's do not.
+    if (c.mesh.has_axis("pp"))
+      EXPECT_NEAR(got.total.peak, want.total.peak, want_comm.peak) << "rank " << r;
+    else
+      EXPECT_EQ(got.total.peak, want.total.peak) << "rank " << r;
+  }
+}
+
+class ReplayedRanks : public ::testing::TestWithParam<std::tuple<ModelFamily, LayoutCase>> {};
+
+TEST_P(ReplayedRanks, AreTheDryRuns) {
+  const auto& [family, k] = GetParam();
+  expect_as_dry_run(dry_config(family.spec, k));
+}
+
+const ModelFamily kFamilies[] = {{"gpt2", gpt2_model(uneven_model())},
+                                 {"llama", llama_model(uneven_llama(4, /*tied=*/false))}};
+
+const LayoutCase kCases[] = {
+    {"single_accum3", "dp_shard=1", {}, 3},
+    {"fsdp2_full_bf16", "dp_shard=2", PluginOptions{{"fsdp", {{"param_dtype", "bf16"}}}}},
+    {"hsdp2x2_accum2", "dp_replicate=2,dp_shard=2", PluginOptions{{"fsdp", {{"mode", "hybrid"}}}},
+     2},
+    {"fsdp3_grad_op", "dp_shard=3", PluginOptions{{"fsdp", {{"mode", "grad_op"}}}}},
+    {"ddp2", "dp_shard=2", PluginOptions{{"fsdp", {{"mode", "none"}}}}, 2},
+    {"tp2", "tp=2", {}},
+    {"tp2_sp_ac_selective", "tp=2", PluginOptions{{"tp", {{"sequence_parallel", "true"}}}}, 2,
+     AcMode::selective},
+    {"fsdp2_tp2_ac_full", "dp_shard=2,tp=2", {}, 1, AcMode::full},
+    {"pp2_gpipe", "pp=2", PluginOptions{{"pp", {{"schedule", "gpipe"}}}}, 3},
+    {"pp2_1f1b_fsdp2", "pp=2,dp_shard=2", PluginOptions{{"pp", {{"schedule", "1f1b"}}}}, 4},
+    {"pp2_interleaved_odd", "pp=2",
+     PluginOptions{{"pp", {{"schedule", "interleaved"}, {"virtual", "2"}}}}, 3},
+    {"pp2_zb_ac_full", "pp=2", PluginOptions{{"pp", {{"schedule", "zb-h1"}}}}, 4, AcMode::full},
+    {"pp4_1f1b", "pp=4", PluginOptions{{"pp", {{"schedule", "1f1b"}}}}, 6},
+    {"pp2_fsdp2_tp2_sp_bf16", "pp=2,dp_shard=2,tp=2",
+     PluginOptions{{"fsdp", {{"param_dtype", "bf16"}}}, {"tp", {{"sequence_parallel", "true"}}}},
+     2},
+};
+
+INSTANTIATE_TEST_SUITE_P(Layouts, ReplayedRanks,
+                         ::testing::Combine(::testing::ValuesIn(kFamilies),
+                                            ::testing::ValuesIn(kCases)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).name + "_" + std::get<1>(info.param).name;
+                         });
+
+// At a size that does not run here, where a layer's activations dwarf a stage's staged sends.
+TEST(ReplayedRanks, OfLlama3_2_1bIn3dAreTheDryRuns) {
+  TrainConfig c;
+  c.model = builtin_models().preset("llama3.2-1b");
+  c.mesh = parse_mesh_spec("pp=2,dp_shard=2,tp=2");
+  c.world = c.mesh.size();
+  c.device = DeviceKind::meta;
+  c.batch = 8;
+  c.seq = 1024;
+  c.grad_accum = 4;
+  c.sample_bytes = 0;
+  c.quiet = true;
+  c.set("fsdp", "param_dtype", "bf16");
+  c.set("tp", "sequence_parallel", "true");
+  expect_as_dry_run(c);
+}
+
+TEST(ReplayedRanks, OfLlama3_70bOn4096RanksWithinThePlannersBudget) {
+  TrainConfig c;
+  c.model = builtin_models().preset("llama3-70b");
+  c.mesh = parse_mesh_spec("pp=8,dp_shard=64,tp=8");
+  c.world = c.mesh.size();
+  c.batch = 512;
+  c.seq = 4096;
+  c.grad_accum = 8;
+  c.set("tp", "sequence_parallel", "true");
+  c.set("fsdp", "param_dtype", "bf16");
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<ReplayedRank> ranks = replay_ranks(*c.model, plan_layout(c), plan_workload(c));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 10.0);  // what `meshtrain plan` may take in all; 0.3 s here
+  ASSERT_EQ(ranks.size(), 4096u);
+  // One replay per (pp, tp) coordinate, and a second on the first and last stages: a tp rank's
+  // 128256 / 8 = 16032 vocabulary rows of the embedding and the head split unevenly over 64
+  // shards (251 rows each, the last shard 219).
+  std::set<int> replayed;
+  for (const ReplayedRank& r : ranks) replayed.insert(r.replayed);
+  EXPECT_EQ(replayed.size(), 64u + 8 + 8);
+  // 1F1B keeps up to 8 micro-batches in flight on the first stage, one on the last.
+  EXPECT_GT(ranks.front().memory[MemoryCategory::activation].peak,
+            ranks.back().memory[MemoryCategory::activation].peak);
+}
+
+// Uneven shards: a class per distinct boundary, each rank's figures its class's replay.
+TEST(ReplayedRanks, ReplayOncePerClassOfEqualShards) {
+  const TrainConfig c = dry_config(gpt2_model(uneven_model()), {"fsdp3", "dp_shard=3", {}});
+  const std::vector<ReplayedRank> ranks = replay_ranks(*c.model, plan_layout(c), plan_workload(c));
+  ASSERT_EQ(ranks.size(), 3u);
+  EXPECT_EQ(ranks[0].replayed, 0);
+  EXPECT_EQ(ranks[2].replayed, 2);  // the last shard holds fewer real rows
+  EXPECT_LT(ranks[2].memory[MemoryCategory::optimizer].current,
+            ranks[0].memory[MemoryCategory::optimizer].current);
+}
+
+TEST(ReplayedRanks, RefuseWhatTheRunWouldRefuse) {
+  const ModelSpecPtr gpt2 = gpt2_model(uneven_model());
+  const auto refused = [&](const LayoutCase& k, const std::function<void(TrainConfig&)>& change,
+                           const std::string& message) {
+    TrainConfig c = dry_config(gpt2, k);
+    change(c);
+    expect_error<InvalidArgument>([&] { replay_ranks(*c.model, plan_layout(c), plan_workload(c)); },
+                                  message);
+  };
+  const LayoutCase fsdp4{"fsdp4", "dp_shard=4", {}};
+  refused(
+      fsdp4, [](TrainConfig& c) { c.batch = 6; }, "multiple of the 4 data ranks");
+  refused(
+      fsdp4, [](TrainConfig& c) { c.grad_accum = 4; }, "times the micro-batches");
+  refused(
+      fsdp4, [](TrainConfig& c) { c.seq = 14; }, "exceed the model's context length 13");
+  refused(
+      fsdp4, [](TrainConfig& c) { c.set("fsdp", "offload", "true"); }, "without offload");
+  refused(
+      {"fsdp4_hybrid", "dp_shard=4", PluginOptions{{"fsdp", {{"mode", "hybrid"}}}}},
+      [](TrainConfig&) {}, "hybrid needs a mesh with dp_replicate and dp_shard");
+  refused(
+      {"pp2_interleaved", "pp=2", PluginOptions{{"pp", {{"schedule", "interleaved"}}}}},
+      [](TrainConfig& c) { c.grad_accum = 1; }, "interleaved needs at least as many micro-batches");
+}
+
+}  // namespace
+}  // namespace meshtrain::testing
