@@ -38,6 +38,7 @@ void add_train_command(CLI::App& app, const Registries& registries);
 void add_prepare_command(CLI::App& app);
 void add_info_command(CLI::App& app, const Registries& registries);
 void add_schedule_command(CLI::App& app);
+void add_plan_command(CLI::App& app, const Registries& registries);
 void add_convert_command(CLI::App& app, const Registries& registries);
 void add_generate_command(CLI::App& app, const Registries& registries);
 void add_report_command(CLI::App& app);

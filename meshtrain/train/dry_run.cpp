@@ -118,13 +118,26 @@ void print_dry_run(const TrainConfig& config, const DryRun& run, std::ostream& o
       << "  shape-only tensors: every allocation and collective counted, nothing computed or "
          "read; one step with AdamW's state held, as after the first\n\n";
 
+  std::vector<MemoryStats> memory;
+  std::vector<BytesPerGroup> sent;
+  for (const DryRunRank& r : run.ranks) {
+    memory.push_back(r.memory);
+    sent.push_back(r.sent);
+  }
+  print_rank_tables(memory, sent, out);
+}
+
+void print_rank_tables(const std::vector<MemoryStats>& memory,
+                       const std::vector<BytesPerGroup>& sent, std::ostream& out) {
+  MT_CHECK(!sent.empty() && sent.size() == memory.size(),
+           "print_rank_tables: one memory and one traffic row per rank expected, got ",
+           memory.size(), " and ", sent.size());
   // Memory: what is held between steps, then the peaks of what a step allocates and frees.
   const std::vector<std::string> memory_columns = {
       "params", "grads", "optimizer", "full params", "full grads", "activations", "comm", "peak"};
   std::vector<std::vector<uint64_t>> memory_rows;
   uint64_t largest = 0;
-  for (const DryRunRank& r : run.ranks) {
-    const MemoryStats& m = r.memory;
+  for (const MemoryStats& m : memory) {
     memory_rows.push_back(
         {m[MemoryCategory::param].current, m[MemoryCategory::grad].current,
          m[MemoryCategory::optimizer].current, m[MemoryCategory::unsharded_param].peak,
@@ -138,11 +151,11 @@ void print_dry_run(const TrainConfig& config, const DryRun& run, std::ostream& o
 
   std::vector<std::string> axes;
   std::vector<std::vector<uint64_t>> sent_rows;
-  for (const auto& [group, bytes] : run.ranks.front().sent) axes.push_back(group);
+  for (const auto& [group, bytes] : sent.front()) axes.push_back(group);
   uint64_t most = 0;
-  for (const DryRunRank& r : run.ranks) {
+  for (const BytesPerGroup& rank : sent) {
     std::vector<uint64_t> row;
-    for (const auto& [group, bytes] : r.sent) {
+    for (const auto& [group, bytes] : rank) {
       row.push_back(bytes);
       most = std::max(most, bytes);
     }

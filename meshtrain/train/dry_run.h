@@ -45,4 +45,10 @@ DryRun dry_run(const TrainConfig& config);
 // equal figures on one line ("0-3,8-11").
 void print_dry_run(const TrainConfig& config, const DryRun& run, std::ostream& out);
 
+// Those two tables alone, for any figures per rank (the planner prints its replay's): each rank's
+// memory over a step and bytes sent per group, in the same group order on every rank.
+using BytesPerGroup = std::vector<std::pair<std::string, uint64_t>>;
+void print_rank_tables(const std::vector<MemoryStats>& memory,
+                       const std::vector<BytesPerGroup>& sent, std::ostream& out);
+
 }  // namespace meshtrain

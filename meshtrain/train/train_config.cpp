@@ -138,13 +138,8 @@ void TrainConfig::check_dry_run() const {
            backend_name(backend));
 }
 
-void TrainConfig::validate() const {
+void TrainConfig::check_layout() const {
   MT_CHECK(model != nullptr, "TrainConfig: no model");
-  lr.validate();
-  if (dry_run()) check_dry_run();
-  MT_CHECK(dry_run() || !data_path.empty(),
-           "--data: a token file is required (make one with meshtrain prepare)");
-  MT_CHECK(steps > 0, "--steps must be positive, got ", steps);
   MT_CHECK(batch > 0, "--batch must be positive, got ", batch);
   MT_CHECK(seq > 0, "--seq must be positive, got ", seq);
   MT_CHECK(model->max_seq() == 0 || seq <= model->max_seq(), "--seq ", seq,
@@ -152,17 +147,36 @@ void TrainConfig::validate() const {
   MT_CHECK(grad_accum > 0, "--grad-accum must be positive, got ", grad_accum);
   MT_CHECK(ac.every >= 1, "--ac-every (selective activation checkpointing recomputes every k-th "
            "block) must be positive, got ", ac.every);
+  MT_CHECK(world >= 1, "--world must be at least 1, got ", world);
+  check_range(batch, int64_t{1} << 24, "--batch");
+  check_range(grad_accum, batch, "--grad-accum");
+  check_range(world, 1 << 16, "--world");
+  const MeshLayout layout = effective_mesh();
+  layout.check_world_size(world);
+  const int64_t dp = layout.span_size(mesh_axis::dp);
+  MT_CHECK(batch % dp == 0, "--batch must divide by the data-parallel degree ", dp, ", got ",
+           batch);
+  MT_CHECK((batch / dp) % grad_accum == 0, "--batch / data-parallel degree (", batch / dp,
+           ") must divide by --grad-accum ", grad_accum);
+  // Every plugin option is checked against its plugin's declarations, and every strategy checks
+  // the planned layout: a bad one fails here, before any rank is built.
+  check_planned_run(bind_strategies(*this), *this);
+}
+
+void TrainConfig::validate() const {
+  lr.validate();
+  if (dry_run()) check_dry_run();
+  MT_CHECK(dry_run() || !data_path.empty(),
+           "--data: a token file is required (make one with meshtrain prepare)");
+  MT_CHECK(steps > 0, "--steps must be positive, got ", steps);
+  check_layout();
   MT_CHECK(weight_decay >= 0.f, "--wd must not be negative, got ", weight_decay);
   MT_CHECK(clip >= 0.f, "--clip must not be negative, got ", clip);
-  MT_CHECK(world >= 1, "--world must be at least 1, got ", world);
   MT_CHECK(timeout_s > 0, "--timeout must be positive (seconds), got ", timeout_s);
   MT_CHECK(threads >= 0, "--threads must be positive (or 0: the CPUs split among the ranks), got ",
            threads);
   check_range(threads, ops::cpu::kMaxCpuThreads, "--threads");
-  check_range(batch, int64_t{1} << 24, "--batch");
   check_range(steps, int64_t{1} << 40, "--steps");
-  check_range(grad_accum, batch, "--grad-accum");
-  check_range(world, 1 << 16, "--world");
   // In nanoseconds past now, a deadline overflows near 9.2e9 s; 1e8 s is over three years.
   check_range(timeout_s, int64_t{100'000'000}, "--timeout");
   MT_CHECK(val_every >= 0, "--val-every must not be negative (0: no validation), got ", val_every);
@@ -210,22 +224,12 @@ void TrainConfig::validate() const {
            "--checkpoint-every and --keep need --checkpoint-dir");
   MT_CHECK(resume_dir.empty() || init_path.empty(),
            "--init and --resume exclude each other: a resume restores the parameters itself");
-  const MeshLayout layout = effective_mesh();
-  layout.check_world_size(world);
-  const int64_t dp = layout.span_size(mesh_axis::dp);
-  MT_CHECK(batch % dp == 0, "--batch must divide by the data-parallel degree ", dp, ", got ",
-           batch);
-  MT_CHECK((batch / dp) % grad_accum == 0, "--batch / data-parallel degree (", batch / dp,
-           ") must divide by --grad-accum ", grad_accum);
   MT_CHECK(device == DeviceKind::cpu || backend != BackendKind::mpi,
            "--device cuda runs on the local backend (ranks as threads sharing the GPUs) or the "
            "nccl backend (a process per GPU); --backend mpi moves host buffers");
   MT_CHECK(backend != BackendKind::nccl || device == DeviceKind::cuda,
            "--backend nccl moves GPU buffers: add --device cuda");
   if (device == DeviceKind::cuda) rank_device(0);  // a GPU is there
-  // Every plugin option is checked against its plugin's declarations, and every strategy checks
-  // the planned layout: a bad one fails here, before any rank is built.
-  check_planned_run(bind_strategies(*this), *this);
   MT_CHECK(!dry_run() || !model_state_share(bind_strategies(*this), effective_mesh()).on_host,
            "--dry-run counts shape-only device tensors, and offloading keeps real host copies of "
            "the model state: drop --offload (offloading moves the parameters, gradients and "

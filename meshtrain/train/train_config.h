@@ -125,6 +125,11 @@ struct TrainConfig {
   // the first step, and, on the local backend, the whole world's estimated memory within the
   // machine's.
   void validate() const;
+  // The part of validate() that concerns the model, the step and the layout alone: sizes in
+  // range, the mesh the world's size, the batch split over the data ranks and micro-batches, every
+  // strategy's checks of the planned run. What `meshtrain plan` checks: no machine, data or
+  // output is involved.
+  void check_layout() const;
 
  private:
   // The flags a dry run cannot honour (outputs, inputs with values, other backends), before

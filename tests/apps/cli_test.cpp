@@ -500,5 +500,61 @@ TEST_F(Cli, DryRunPrintsMemoryAndTrafficPerRank) {
   EXPECT_THAT(r.err, HasSubstr("drop --save"));
 }
 
+// meshtrain plan replays each rank alone: without a pipeline its tables are the dry run's line for
+// line; it answers for thousands of ranks, checks a device's capacity, prints JSON for scripts,
+// and refuses bad layouts by flag.
+TEST_F(Cli, PlanPrintsTheDryRunsTablesForAnyWorld) {
+  const std::string layout =
+      " --model llama-tiny --seq 16 --world 4 --mesh dp_shard=2,tp=2 "
+      "--sequence-parallel --ac full";
+  const CliResult plan = run_cli(dir_, "plan" + layout);
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const CliResult dry = run_cli(dir_, "train --dry-run" + layout);
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  const auto tables = [](const std::string& out) {
+    return out.substr(out.find("memory per rank"));
+  };
+  EXPECT_THAT(plan.out, HasSubstr("plan: "));
+  EXPECT_THAT(plan.out, HasSubstr("on 4 ranks (dp_shard=2,tp=2 fsdp=full"));
+  EXPECT_EQ(tables(plan.out), tables(dry.out));
+
+  CliResult r = run_cli(dir_,
+                        "plan --model llama3-70b --world 4096 --mesh pp=8,dp_shard=64,tp=8 "
+                        "--batch 512 --seq 4096 --grad-accum 8 --param-dtype bf16 "
+                        "--sequence-parallel --device-memory 80");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("on 4096 ranks (pp=8,dp_shard=64,tp=8"));
+  EXPECT_THAT(r.out, HasSubstr("\nfits: rank "));
+  r = run_cli(dir_, "plan" + layout + " --device-memory 0.0001");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\ndoes not fit: rank "));
+
+  // The same figures for scripts, in bytes.
+  r = run_cli(dir_, "plan" + layout + " --device-memory 0.0001 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["layout"], "dp_shard=2,tp=2 fsdp=full param_dtype=f32 ac=full");
+  EXPECT_EQ(json["workload"]["seq"], 16);
+  EXPECT_FALSE(json["fits"].get<bool>());
+  ASSERT_EQ(json["ranks"].size(), 4u);
+  const nlohmann::json& last = json["ranks"][3];
+  EXPECT_EQ(last["rank"], 3);
+  EXPECT_GT(last["memory"]["activations_peak"].get<uint64_t>(), 0u);
+  EXPECT_GE(last["memory"]["peak"].get<uint64_t>(),
+            last["memory"]["activations_peak"].get<uint64_t>());
+  EXPECT_GT(last["sent"]["tp"].get<uint64_t>(), 0u);
+  EXPECT_GT(last["sent"]["dp_shard"].get<uint64_t>(), 0u);
+
+  r = run_cli(dir_, "plan --model llama-tiny --seq 16 --world 3 --mesh dp_shard=2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("!= world size 3"));
+  r = run_cli(dir_, "plan --model llama-tiny --seq 16 --world 2 --batch 3");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--batch must divide by the data-parallel degree 2"));
+  r = run_cli(dir_, "plan --model llama-tiny --seq 64 --world 2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--seq 64 exceeds the model's context length 16"));
+}
+
 }  // namespace
 }  // namespace meshtrain
