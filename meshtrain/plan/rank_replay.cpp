@@ -13,6 +13,7 @@
 #include "meshtrain/parallel/parallel_plan.h"
 #include "meshtrain/plan/model_state.h"
 #include "meshtrain/plan/shape_communicator.h"
+#include "meshtrain/plugins/builtin_strategies.h"
 #include "meshtrain/plugins/fsdp/fsdp_strategy.h"
 #include "meshtrain/plugins/pp/schedule_generators.h"
 
@@ -21,23 +22,15 @@ namespace meshtrain {
 namespace {
 
 // The layout's strategies bound to their axes, as bind_strategies binds a run's.
-ParallelPlan strategies_of(const PlanLayout& layout, const Workload& workload) {
-  std::vector<std::pair<std::unique_ptr<Strategy>, std::vector<std::string>>> bound;
-  if (layout.pipelined())
-    bound.emplace_back(std::make_unique<PpStrategy>(layout.pp),
-                       std::vector<std::string>{std::string(mesh_axis::pp)});
-  if (layout.data_parallel())
-    bound.emplace_back(std::make_unique<FsdpStrategy>(layout.fsdp), layout.fsdp_axes());
-  if (layout.tensor_parallel())
-    bound.emplace_back(std::make_unique<TpStrategy>(layout.tp),
-                       std::vector<std::string>{std::string(mesh_axis::tp)});
+ParallelPlan strategies_of(const PlanLayout& layout) {
   ParallelPlan plan;
-  for (auto& [strategy, axes] : bound) {
-    strategy->check_plan(PlannedRun{
-        .mesh = layout.mesh,
-        .axes = axes,
-        .micro_batch_tokens = workload.micro_batch_rows(layout) * workload.seq,
-        .micro_batch_tokens_origin = "batch / data-parallel degree / micro-batches x seq"});
+  for (auto& [plugin, axes] : plugin_axes(layout.mesh)) {
+    std::unique_ptr<Strategy> strategy;
+    if (plugin == "pp") strategy = std::make_unique<PpStrategy>(layout.pp);
+    if (plugin == "fsdp") strategy = std::make_unique<FsdpStrategy>(layout.fsdp);
+    if (plugin == "tp") strategy = std::make_unique<TpStrategy>(layout.tp);
+    MT_CHECK(strategy != nullptr, "the planner knows the built-in plugins; '", plugin,
+             "' serves an axis of ", layout.mesh.to_string());
     plan.add(std::move(strategy), std::move(axes));
   }
   return plan;
@@ -69,7 +62,7 @@ ReplayedRank replay(const ModelSpec& spec, const PlanLayout& layout, const Workl
   const std::unique_ptr<Model> model = spec.build(Device::meta());
   // The run's source of initial values, which shape-only parameters never read.
   const std::unique_ptr<ParameterSource> values = spec.init_values(/*seed=*/0);
-  ParallelPlan plan = strategies_of(layout, workload);
+  ParallelPlan plan = strategies_of(layout);
   ParallelModel parallel = plan.apply(mesh, *model, values.get());
   parallel.engine->set_activation_checkpointing(layout.ac);
   AdamW optimizer;
@@ -104,6 +97,13 @@ void check_replayable(const ModelSpec& spec, const PlanLayout& layout, const Wor
   if (layout.pipelined())  // the schedule the runner would generate, or why there is none
     make_schedule(layout.pp.schedule, layout.mesh.axis_size(mesh_axis::pp), workload.micro_batches,
                   layout.pp.virtual_stages);
+  const ParallelPlan strategies = strategies_of(layout);
+  for (const auto& [plugin, axes] : plugin_axes(layout.mesh))
+    strategies.find(plugin)->check_plan(PlannedRun{
+        .mesh = layout.mesh,
+        .axes = axes,
+        .micro_batch_tokens = workload.micro_batch_rows(layout) * workload.seq,
+        .micro_batch_tokens_origin = "batch / data-parallel degree / micro-batches x seq"});
 }
 
 }  // namespace

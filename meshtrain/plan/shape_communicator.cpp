@@ -23,17 +23,13 @@ ShapeCommunicator::ShapeCommunicator(int size, int rank, std::string name)
 ShapeCommunicator::ShapeCommunicator(int rank, std::vector<int> world_ranks, std::string name)
     : Communicator(rank, std::move(world_ranks), std::move(name), CommOptions{}) {}
 
-std::unique_ptr<Communicator> ShapeCommunicator::split_group(const std::vector<int>& group,
-                                                             std::string name) {
-  const auto self = std::find(group.begin(), group.end(), rank());
-  MT_CHECK(self != group.end(), "split_group: rank ", rank(), " is not in its own group");
-  std::vector<int> members;
-  for (const int r : group) {
-    MT_CHECK(r >= 0 && r < size(), "split_group: rank ", r, " outside group '", this->name(), "'");
-    members.push_back(world_ranks()[r]);
-  }
-  return std::unique_ptr<Communicator>(new ShapeCommunicator(static_cast<int>(self - group.begin()),
-                                                             std::move(members), std::move(name)));
+std::unique_ptr<Communicator> ShapeCommunicator::make_group(const std::vector<int>& members,
+                                                            std::string name) {
+  const auto self = std::find(members.begin(), members.end(), rank());
+  std::vector<int> world;
+  for (const int r : members) world.push_back(world_ranks()[r]);
+  return std::unique_ptr<Communicator>(new ShapeCommunicator(
+      static_cast<int>(self - members.begin()), std::move(world), std::move(name)));
 }
 
 bool ShapeCommunicator::supports(CommOp) const { return true; }

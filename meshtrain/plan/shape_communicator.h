@@ -22,14 +22,13 @@ class ShapeCommunicator : public Communicator {
   // `size` members, this one at `rank`; world ranks 0..size-1.
   ShapeCommunicator(int size, int rank, std::string name);
 
-  // This rank's group, with the world ranks of its members; no other rank takes part.
-  std::unique_ptr<Communicator> split_group(const std::vector<int>& group,
-                                            std::string name) override;
-
   std::string_view backend_name() const override { return "shape-only"; }
   bool supports(CommOp op) const override;  // every op
 
  protected:
+  // This rank's group, with the world ranks of its members; no other rank takes part.
+  std::unique_ptr<Communicator> make_group(const std::vector<int>& members,
+                                           std::string name) override;
   void check_buffer(const Tensor& buffer, std::string_view what) const override;
   WorkPtr do_all_gather(const Tensor& out, const Tensor& in) override;
   WorkPtr do_reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) override;

@@ -23,4 +23,16 @@ std::string plugin_for_axis(std::string_view axis) {
   throw InvalidArgument(detail::concat("no plugin serves mesh axis '", axis, "'"));
 }
 
+std::vector<std::pair<std::string, std::vector<std::string>>> plugin_axes(
+    const MeshLayout& mesh, const std::map<std::string, std::string>& axis_plugins) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  for (const MeshAxis& axis : mesh.axes()) {
+    const auto bound = axis_plugins.find(axis.name);
+    std::string plugin = bound != axis_plugins.end() ? bound->second : plugin_for_axis(axis.name);
+    if (out.empty() || out.back().first != plugin) out.push_back({std::move(plugin), {}});
+    out.back().second.push_back(axis.name);
+  }
+  return out;
+}
+
 }  // namespace meshtrain

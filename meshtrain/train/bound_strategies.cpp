@@ -13,14 +13,7 @@ std::vector<BoundStrategy> bind_strategies(const TrainConfig& config) {
   for (const auto& [axis, plugin] : config.axis_plugins)
     MT_CHECK(mesh.has_axis(axis), "plugin '", plugin, "' is bound to axis '", axis,
              "', which the mesh ", mesh.to_string(), " does not have");
-  std::vector<std::pair<std::string, std::vector<std::string>>> bindings;  // plugin, axes
-  for (const MeshAxis& axis : mesh.axes()) {
-    const auto bound = config.axis_plugins.find(axis.name);
-    const std::string plugin =
-        bound != config.axis_plugins.end() ? bound->second : plugin_for_axis(axis.name);
-    if (bindings.empty() || bindings.back().first != plugin) bindings.push_back({plugin, {}});
-    bindings.back().second.push_back(axis.name);
-  }
+  const auto bindings = plugin_axes(mesh, config.axis_plugins);
   MT_CHECK(config.plugins != nullptr, "TrainConfig: no plugin registry");
   const StrategyRegistry& registry = *config.plugins;
   // The options first, so that a misspelt one is named as such whatever the mesh.

@@ -231,11 +231,17 @@ std::unique_ptr<Communicator> Communicator::split_group(const std::vector<int>& 
   MT_CHECK(self != group.end(), "split_group: rank ", rank_, " is not in its own group");
   for (int r : group)
     MT_CHECK(r >= 0 && r < size(), "split_group: rank ", r, " outside group '", name_, "'");
+  return make_group(group, std::move(name));
+}
+
+std::unique_ptr<Communicator> Communicator::make_group(const std::vector<int>& members,
+                                                       std::string name) {
   // The smallest member names the group; a member's position in the list is its key.
-  const int color = *std::min_element(group.begin(), group.end());
-  auto sub = split(color, static_cast<int>(self - group.begin()), std::move(name));
+  const int color = *std::min_element(members.begin(), members.end());
+  const auto self = std::find(members.begin(), members.end(), rank_);
+  auto sub = split(color, static_cast<int>(self - members.begin()), std::move(name));
   std::vector<int> expected;
-  for (int r : group) expected.push_back(world_ranks_[r]);
+  for (int r : members) expected.push_back(world_ranks_[r]);
   MT_CHECK(sub->world_ranks() == expected, "split_group: ranks disagree on the members of group '",
            sub->name(), "'; groups must partition '", name_, "'");
   return sub;

@@ -81,10 +81,8 @@ class Communicator {
   // ordered by key, then by rank here.
   std::unique_ptr<Communicator> split(int color, int key, std::string name);
   // Collective: each rank passes the members (ranks here) of its own group, which must include
-  // itself; groups must partition this communicator. Virtual for a group that needs no exchange
-  // to know its members (the planner's shape-only groups, for one rank alone).
-  virtual std::unique_ptr<Communicator> split_group(const std::vector<int>& group,
-                                                    std::string name);
+  // itself; groups must partition this communicator.
+  std::unique_ptr<Communicator> split_group(const std::vector<int>& group, std::string name);
 
   const CommCounters& counters() const { return counters_; }
   void reset_counters() { counters_ = {}; }
@@ -96,6 +94,11 @@ class Communicator {
   std::string describe(CommOp op, size_t bytes) const;
   // "recv of 4096 bytes from rank 0 on group 'pp' (size 2, local) at rank 1 (world rank 3)"
   std::string describe(const P2POp& op) const;
+  // split_group's group, its members checked: by default a split() by colours, which every rank
+  // takes part in; a group that knows its members without an exchange (the planner's shape-only
+  // groups, for one rank alone) makes itself.
+  virtual std::unique_ptr<Communicator> make_group(const std::vector<int>& members,
+                                                   std::string name);
   // Throws NotSupported naming the backend unless supports(op).
   void require(CommOp op) const;
   // Backends check that buffers live where they can reach them (host or a CUDA device).
