@@ -73,6 +73,7 @@ ReplayedRank replay(const ModelSpec& spec, const PlanLayout& layout, const Workl
   out.replayed = rank;
   out.sent = mesh.bytes_sent_by_group();
   {
+    const ops::OpCountScope counting(&out.kernels);
     std::vector<MicroBatch> mbs = micro_batches(workload, mesh);  // the step's, freed with it
     parallel.runner->forward_backward(mbs, static_cast<double>(workload.batch * workload.seq));
     optimizer.step(parallel.state->optimizer_slots(), /*lr=*/0.f);

@@ -26,6 +26,9 @@
 // (pp rank, tp rank, optimizer bytes) class. Shards that split every parameter evenly make one
 // class per (pp, tp) coordinate; uneven ones one more per distinct boundary, at most the shard
 // group's size. Nothing is computed: Llama 3 70B on 4096 ranks takes a fraction of a second.
+//
+// The kernels the step calls are counted too (meshtrain/core/ops/op_counts.h): their FLOPs and
+// bytes per op, from the code that runs, recomputation and the pipeline's stages included.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,7 @@
 #include <vector>
 
 #include "meshtrain/core/memory.h"
+#include "meshtrain/core/ops/op_counts.h"
 #include "meshtrain/models/model_spec.h"
 #include "meshtrain/plan/plan_layout.h"
 
@@ -47,6 +51,8 @@ struct ReplayedRank {
   // Bytes sent in the step on each mesh axis's group and on "dp", in mesh order with "dp" last
   // (as DryRunRank::sent and Trainer::bytes_sent_by_group).
   std::vector<std::pair<std::string, uint64_t>> sent;
+  // The step's kernel calls, FLOPs and bytes, per op (the optimizer's update included).
+  ops::OpCounts kernels;
 };
 
 // Every rank of the layout's mesh, by rank. InvalidArgument for a layout the run would refuse, a

@@ -22,6 +22,8 @@
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/models/builtin_models.h"
+#include "meshtrain/models/gpt2_config.h"
+#include "meshtrain/models/llama_config.h"
 #include "meshtrain/models/llama_family.h"
 #include "meshtrain/train/dry_run.h"
 #include "tests/support/error_message.h"
@@ -97,6 +99,29 @@ const LayoutCase kCases[] = {
      2},
 };
 
+// The step's FLOPs summed over the ranks of `c`'s layout.
+double total_flops(const TrainConfig& c, const PlanLayout& layout) {
+  double sum = 0.0;
+  for (const ReplayedRank& r : replay_ranks(*c.model, layout, plan_workload(c)))
+    sum += r.kernels.total().flops;
+  return sum;
+}
+
+// Every layout splits the same products among its ranks: data parallelism the rows, TP the
+// weights' columns or rows and the heads, a pipeline the layers. Summed over the ranks, the
+// FLOPs are the single rank's with the same activation checkpointing, and those of no
+// checkpointing plus the recomputed forwards with it.
+TEST_P(ReplayedRanks, SplitTheSingleRanksFlops) {
+  const auto& [family, k] = GetParam();
+  const TrainConfig c = dry_config(family.spec, k);
+  const PlanLayout layout = plan_layout(c);
+  PlanLayout single{.mesh = parse_mesh_spec("dp_shard=1"), .ac = layout.ac};
+  EXPECT_DOUBLE_EQ(total_flops(c, layout), total_flops(c, single));
+  if (layout.ac.mode == AcMode::none) return;
+  single.ac = {};
+  EXPECT_GT(total_flops(c, layout), total_flops(c, single));
+}
+
 INSTANTIATE_TEST_SUITE_P(Layouts, ReplayedRanks,
                          ::testing::Combine(::testing::ValuesIn(kFamilies),
                                             ::testing::ValuesIn(kCases)),
@@ -146,6 +171,58 @@ TEST(ReplayedRanks, OfLlama3_70bOn4096RanksWithinThePlannersBudget) {
   // 1F1B keeps up to 8 micro-batches in flight on the first stage, one on the last.
   EXPECT_GT(ranks.front().memory[MemoryCategory::activation].peak,
             ranks.back().memory[MemoryCategory::activation].peak);
+}
+
+// A single rank's step computes each linear layer's three GEMMs (forward, input gradient, weight
+// gradient: 6 FLOPs per weight per token), the head's three, and attention's full T x T products
+// (2 forward, 5 backward with the probabilities recomputed: 14 T C per token per layer), as the
+// kernels do; the norms, activations, loss and AdamW only move bytes.
+TEST(ReplayedRanks, CountTheStepsKernels) {
+  const Workload workload{.batch = 4, .seq = 13, .micro_batches = 2};
+  const double tokens = 4.0 * 13;
+  const PlanLayout single{.mesh = parse_mesh_spec("dp_shard=1")};
+  const auto step_flops = [&](const ModelSpec& spec) {
+    return replay_ranks(spec, single, workload).front().kernels.total().flops;
+  };
+  const GPT2Config g = uneven_model();                         // V=67 d=24 L=2
+  const double gpt2_linear = 12.0 * g.layers * g.dim * g.dim;  // c_attn, c_proj, c_fc, mlp c_proj
+  EXPECT_DOUBLE_EQ(step_flops(*gpt2_model(g)),
+                   tokens * (6.0 * (gpt2_linear + g.vocab * g.dim) + 14.0 * g.layers * 13 * g.dim));
+  const LlamaConfig l = uneven_llama(4, /*tied=*/false);  // d=32 ffn=44 8 heads of 4, 4 KV heads
+  const double kv = l.kv_heads * l.head_dim();
+  const double llama_linear = l.layers * (2.0 * l.dim * l.dim + 2.0 * l.dim * kv +  // q, o; k, v
+                                          3.0 * l.dim * l.ffn_dim);  // gate, up, down
+  EXPECT_DOUBLE_EQ(step_flops(*llama_model(l)), tokens * (6.0 * (llama_linear + l.vocab * l.dim) +
+                                                          14.0 * l.layers * 13 * l.dim));
+
+  const ops::OpCounts kernels = replay_ranks(*gpt2_model(g), single, workload).front().kernels;
+  // Two micro-batches: each block's attention once forward and once backward per micro-batch.
+  EXPECT_EQ(kernels.by_op().at("attention_forward").calls, 2 * g.layers);
+  EXPECT_EQ(kernels.by_op().at("attention_backward").calls, 2 * g.layers);
+  EXPECT_EQ(kernels.by_op().at("layernorm_forward").flops, 0.0);
+  EXPECT_GT(kernels.by_op().at("adamw_step").bytes, 0.0);
+}
+
+// The replay counts what a real step's kernels compute, rank by rank (a 3D run here).
+TEST(ReplayedRanks, CountTheFlopsARealStepComputes) {
+  TrainConfig c =
+      with_layout(uneven_config(), gpt2_model(uneven_model()),
+                  {"pp2_fsdp2_tp2_sp", "pp=2,dp_shard=2,tp=2",
+                   PluginOptions{{"tp", {{"sequence_parallel", "true"}}}}, 2, AcMode::full});
+  c.batch = 8;
+  const std::vector<ReplayedRank> replayed =
+      replay_ranks(*c.model, plan_layout(c), plan_workload(c));
+  std::vector<double> measured(replayed.size());
+  with_trainers(c, [&](Trainer& trainer, MemoryTracker&) {
+    ops::OpCounts counts;
+    const ops::OpCountScope counting(&counts);
+    trainer.step();
+    measured[trainer.mesh().rank()] = counts.total().flops;
+  });
+  for (size_t r = 0; r < replayed.size(); ++r) {
+    EXPECT_GT(measured[r], 0.0);
+    EXPECT_DOUBLE_EQ(replayed[r].kernels.total().flops, measured[r]) << "rank " << r;
+  }
 }
 
 // Uneven shards: a class per distinct boundary, each rank's figures its class's replay.

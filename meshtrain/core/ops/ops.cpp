@@ -6,11 +6,12 @@
 #include <string>
 #include <type_traits>
 
+#include "meshtrain/config.h"
 #include "meshtrain/core/device_memory.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/ops/cpu/cpu_ops.h"
+#include "meshtrain/core/ops/op_counts.h"
 #include "meshtrain/core/trace/recorder.h"
-#include "meshtrain/config.h"
 #if MESHTRAIN_HAS_CUDA
 #include "meshtrain/core/ops/cuda/cuda_ops.h"
 #endif
@@ -39,6 +40,11 @@ class Args {
 
   Device device() const { return device_; }
   const char* op() const { return op_; }
+  // The call's work, as op_counts.h counts it: the bytes of every tensor checked, the FLOPs its
+  // entry point states.
+  double bytes() const { return bytes_; }
+  double flops() const { return flops_; }
+  void flops(double multiply_adds_times_two) { flops_ = multiply_adds_times_two; }
 
   // An activation, parameter or gradient: f32 or bf16.
   void compute(const char* name, const Tensor& t) {
@@ -97,6 +103,7 @@ class Args {
     }
     MT_CHECK(t.device() == device_, op_, ": all tensors must be on one device; ", device_name_,
              " is on ", to_string(device_), " but ", name, " = ", describe(t));
+    bytes_ += static_cast<double>(t.nbytes());
   }
 
  private:
@@ -105,7 +112,14 @@ class Args {
   Device device_;
   const char* dtype_name_ = nullptr;
   DType dtype_ = DType::f32;
+  double bytes_ = 0.0;
+  double flops_ = 0.0;
 };
+
+// Adds the call to the thread's op counts, if any.
+void count(const Args& args) {
+  if (OpCounts* counts = current_op_counts()) counts->add(args.op(), args.flops(), args.bytes());
+}
 
 // qkv [B, T, 3C] with C split into num_heads heads; returns C.
 int64_t attention_channels(const Args& args, const Tensor& qkv, int num_heads) {
@@ -117,6 +131,16 @@ int64_t attention_channels(const Args& args, const Tensor& qkv, int num_heads) {
            ": num_heads must divide C = ", channels, ", got num_heads = ", num_heads);
   return channels;
 }
+
+// One T x T product over every query head (Q K^T, P V, or one of their gradients): 2 T^2 hd per
+// head and sequence, all heads together H hd = channels. The kernels compute the full square
+// (op_counts.h): forward two products, backward five (P recomputed, dV, dP, dQ, dK).
+double attention_product_flops(int64_t batch, int64_t seq, int64_t channels) {
+  return 2.0 * static_cast<double>(batch) * static_cast<double>(seq) * static_cast<double>(seq) *
+         static_cast<double>(channels);
+}
+constexpr double kAttentionForwardProducts = 2.0;
+constexpr double kAttentionBackwardProducts = 5.0;
 
 // q [B, T, H * hd] with num_heads = H, k and v [B, T, KV * hd] with num_kv_heads = KV dividing H;
 // returns hd.
@@ -173,6 +197,7 @@ int64_t logit_rows(const Args& args, const Tensor& logits) {
 
 }  // namespace
 
+// Every call counts its work first (op_counts.h; nothing unless the thread counts).
 // On shape-only (meta) tensors a kernel has checked its arguments and computes nothing: it
 // returns what its result type's value-initialisation gives (sum_squares: 0).
 // Otherwise runs the implementation of `fn` for the device the arguments live on, as one `kernel`
@@ -196,6 +221,7 @@ auto traced_cuda_call(Device device, Call&& call) {
 }  // namespace
 #define MT_DISPATCH(args, fn, ...)                                                   \
   do {                                                                               \
+    count(args);                                                                     \
     if ((args).device().is_meta()) return decltype(cpu::fn(__VA_ARGS__))();          \
     const trace::Scope mt_kernel_span(trace::Kind::kernel, (args).op());             \
     if (!(args).device().is_cuda()) return cpu::fn(__VA_ARGS__);                     \
@@ -204,6 +230,7 @@ auto traced_cuda_call(Device device, Call&& call) {
 #else
 #define MT_DISPATCH(args, fn, ...)                                          \
   do {                                                                      \
+    count(args);                                                            \
     if ((args).device().is_meta()) return decltype(cpu::fn(__VA_ARGS__))(); \
     if ((args).device().is_cuda()) no_cuda(args);                           \
     const trace::Scope mt_kernel_span(trace::Kind::kernel, (args).op());    \
@@ -223,6 +250,7 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b, bool trans_a, b
              trans_a ? Shape{kAny, m} : Shape{m, kAny});
   const int64_t k = trans_a ? a.dim(0) : a.dim(1);
   args.shape("b", b, trans_b ? "[N, K] (trans_b)" : "[K, N]", trans_b ? Shape{n, k} : Shape{k, n});
+  args.flops(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
   MT_DISPATCH(args, matmul, out, a, b, trans_a, trans_b, alpha, beta);
 }
 
@@ -239,6 +267,7 @@ void linear_forward(const Tensor& out, const Tensor& in, const Tensor& weight, c
   const int64_t rows = args.rows("in", in, "[N, in]", in_features);
   args.rows_like("out", out, "[N, out]", rows, out_features);
   if (has_bias) args.shape("bias", bias, "[out]", {out_features});
+  args.flops(2.0 * static_cast<double>(rows) * static_cast<double>(weight.numel()));
   MT_DISPATCH(args, linear_forward, out, in, weight, bias);
 }
 
@@ -258,6 +287,8 @@ void linear_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor& d
   if (has_d_weight) args.shape("d_weight", d_weight, "[in, out] like weight", weight.shape());
   if (has_d_in) args.rows_like("d_in", d_in, "[N, in] like in", rows, in_features);
   if (has_d_bias) args.shape("d_bias", d_bias, "[out]", {out_features});
+  const int gemms = (has_d_in ? 1 : 0) + (has_d_weight ? 1 : 0);
+  args.flops(2.0 * gemms * static_cast<double>(rows) * static_cast<double>(weight.numel()));
   MT_DISPATCH(args, linear_backward, d_in, d_weight, d_bias, d_out, in, weight);
 }
 
@@ -401,6 +432,7 @@ void attention_forward(const Tensor& out, const Tensor& qkv, int num_heads) {
   args.compute("out", out);
   const int64_t channels = attention_channels(args, qkv, num_heads);
   args.shape("out", out, "[B, T, C]", {qkv.dim(0), qkv.dim(1), channels});
+  args.flops(kAttentionForwardProducts * attention_product_flops(qkv.dim(0), qkv.dim(1), channels));
   MT_DISPATCH(args, attention_forward, out, qkv, num_heads);
 }
 
@@ -413,6 +445,8 @@ void attention_backward(const Tensor& d_qkv, const Tensor& d_out, const Tensor& 
   const int64_t channels = attention_channels(args, qkv, num_heads);
   args.shape("d_out", d_out, "[B, T, C]", {qkv.dim(0), qkv.dim(1), channels});
   args.shape("d_qkv", d_qkv, "[B, T, 3C] like qkv", qkv.shape());
+  args.flops(kAttentionBackwardProducts *
+             attention_product_flops(qkv.dim(0), qkv.dim(1), channels));
   MT_DISPATCH(args, attention_backward, d_qkv, d_out, qkv, num_heads);
 }
 
@@ -425,6 +459,7 @@ void grouped_attention_forward(const Tensor& out, const Tensor& q, const Tensor&
   args.compute("out", out);
   grouped_head_dim(args, q, k, v, num_heads, num_kv_heads);
   args.shape("out", out, "[B, T, H * hd] like q", q.shape());
+  args.flops(kAttentionForwardProducts * attention_product_flops(q.dim(0), q.dim(1), q.dim(2)));
   MT_DISPATCH(args, grouped_attention_forward, out, q, k, v, num_heads, num_kv_heads);
 }
 
@@ -444,6 +479,7 @@ void grouped_attention_backward(const Tensor& d_q, const Tensor& d_k, const Tens
   args.shape("d_q", d_q, "[B, T, H * hd] like q", q.shape());
   args.shape("d_k", d_k, "[B, T, KV * hd] like k", k.shape());
   args.shape("d_v", d_v, "[B, T, KV * hd] like v", v.shape());
+  args.flops(kAttentionBackwardProducts * attention_product_flops(q.dim(0), q.dim(1), q.dim(2)));
   MT_DISPATCH(args, grouped_attention_backward, d_q, d_k, d_v, d_out, q, k, v, num_heads,
               num_kv_heads);
 }
