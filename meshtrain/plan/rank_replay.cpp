@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <numeric>
 #include <tuple>
 #include <utility>
 
@@ -72,6 +73,16 @@ ReplayedRank replay(const ModelSpec& spec, const PlanLayout& layout, const Workl
   ReplayedRank out;
   out.replayed = rank;
   out.sent = mesh.bytes_sent_by_group();
+  const auto calls_by_group = [&] {
+    std::vector<std::pair<std::string, uint64_t>> calls;
+    for (const auto& [group, bytes] : out.sent) {
+      const CommCounters& counted = mesh.comm(group).counters();
+      calls.emplace_back(group,
+                         std::accumulate(counted.calls.begin(), counted.calls.end(), uint64_t{0}));
+    }
+    return calls;
+  };
+  out.calls = calls_by_group();
   {
     const ops::OpCountScope counting(&out.kernels);
     std::vector<MicroBatch> mbs = micro_batches(workload, mesh);  // the step's, freed with it
@@ -80,8 +91,11 @@ ReplayedRank replay(const ModelSpec& spec, const PlanLayout& layout, const Workl
     parallel.state->zero_grad();
   }
   const std::vector<std::pair<std::string, uint64_t>> after = mesh.bytes_sent_by_group();
-  for (size_t i = 0; i < after.size(); ++i)
+  const std::vector<std::pair<std::string, uint64_t>> calls_after = calls_by_group();
+  for (size_t i = 0; i < after.size(); ++i) {
     out.sent[i].second = after[i].second - out.sent[i].second;
+    out.calls[i].second = calls_after[i].second - out.calls[i].second;
+  }
   out.memory = memory.stats(DeviceKind::meta);
   return out;
 }

@@ -51,6 +51,8 @@ struct ReplayedRank {
   // Bytes sent in the step on each mesh axis's group and on "dp", in mesh order with "dp" last
   // (as DryRunRank::sent and Trainer::bytes_sent_by_group).
   std::vector<std::pair<std::string, uint64_t>> sent;
+  // The step's collective and transfer calls on each of those groups, in the same order.
+  std::vector<std::pair<std::string, uint64_t>> calls;
   // The step's kernel calls, FLOPs and bytes, per op (the optimizer's update included).
   ops::OpCounts kernels;
 };

@@ -25,7 +25,7 @@ TEST(OpCounts, AMatmulCountsItsProductAndItsArgumentsBytes) {
       matmul_5x3x7(device);
       matmul_5x3x7(device);
     }
-    const OpWork& work = counts.by_op().at("matmul");
+    const OpWork work = counts.by_op().at("matmul");
     EXPECT_EQ(work.calls, 2);
     EXPECT_DOUBLE_EQ(work.flops, 2 * (2.0 * 5 * 3 * 7));
     EXPECT_DOUBLE_EQ(work.bytes, 2 * (4.0 * (5 * 3 + 5 * 7 + 7 * 3)));
@@ -65,6 +65,29 @@ TEST(OpCounts, BytesOnlyForKernelsWithoutProducts) {
   add(x, x, x);
   EXPECT_DOUBLE_EQ(counts.by_op().at("add").flops, 0.0);
   EXPECT_DOUBLE_EQ(counts.by_op().at("add").bytes, 3 * 4.0 * 12);
+}
+
+TEST(OpCounts, UnderTheSectionTheCodeNames) {
+  OpCounts counts;
+  const OpCountScope counting(&counts);
+  matmul_5x3x7(Device::meta());
+  {
+    const OpCountSection forward("0F1");
+    matmul_5x3x7(Device::meta());
+    {
+      const OpCountSection nested("0B1");
+      matmul_5x3x7(Device::meta());
+      matmul_5x3x7(Device::meta());
+    }
+    matmul_5x3x7(Device::meta());
+  }
+  const double one = 2.0 * 5 * 3 * 7;
+  EXPECT_DOUBLE_EQ(counts.section_total("").flops, one);
+  EXPECT_DOUBLE_EQ(counts.section_total("0F1").flops, 2 * one);
+  EXPECT_DOUBLE_EQ(counts.section_total("0B1").flops, 2 * one);
+  EXPECT_EQ(counts.section_total("1F1").calls, 0);
+  EXPECT_EQ(counts.by_op().at("matmul").calls, 5);
+  EXPECT_DOUBLE_EQ(counts.total().flops, 5 * one);
 }
 
 TEST(OpCounts, OnlyWhileTheThreadCountsAndIntoTheInnermostScope) {

@@ -94,7 +94,8 @@ TEST(ScheduleGenerators, ForwardOnlyPass) {
         EXPECT_EQ(sends, p == 1 ? 0 : (p * v - 1) * m) << "p=" << p << " m=" << m << " v=" << v;
         EXPECT_EQ(receives, sends);
         // Replayed with blocking receives, every rank reaches its end: no deadlock.
-        EXPECT_TRUE(replay(s, Costs{}).complete) << "p=" << p << " m=" << m << " v=" << v;
+        EXPECT_TRUE(replay(s, [](const Action&) { return 1.0; }).complete)
+            << "p=" << p << " m=" << m << " v=" << v;
       }
 }
 
@@ -161,6 +162,26 @@ TEST(ScheduleGenerators, TimelineHoldsEveryActionAtItsTime) {
 
 // Zero Bubble's claim: deferring W cuts 1F1B's idle time (p-1)(F+I+W) to (p-1)(F+I-W), a third
 // with equal costs, on every rank, while every rank holds p micro-batches, as 1F1B's first does.
+// Stages of unequal cost (the planner's): GPipe over 2 ranks with one micro-batch runs F on
+// stage 0, F and B on stage 1, B on stage 0 in sequence; with 3 micro-batches the slow stage sets
+// the pace: 1 + 3 m forwards and as many backwards.
+TEST(ScheduleGenerators, SimulateWithACostPerComputation) {
+  const auto cost = [](const Action& a) {
+    const double stage = a.stage == 0 ? 1.0 : 3.0;
+    return a.kind == ActionKind::forward ? stage : 2 * stage;
+  };
+  EXPECT_DOUBLE_EQ(simulate(make_schedule(ScheduleKind::gpipe, 2, 1), cost).makespan,
+                   1 + 3 + 6 + 2);
+  const Simulation sim = simulate(make_schedule(ScheduleKind::gpipe, 2, 3), cost);
+  EXPECT_DOUBLE_EQ(sim.makespan, (1 + 3 * 3) + (3 * 6 + 2));
+  EXPECT_DOUBLE_EQ(sim.busy[1], 3 * (3 + 6));
+  expect_error<InvalidArgument>(
+      [] {
+        simulate(make_schedule(ScheduleKind::gpipe, 2, 1), [](const Action&) { return -1.0; });
+      },
+      "the cost of 0F0 must be finite and non-negative, got -1");
+}
+
 TEST(ScheduleGenerators, ZeroBubbleH1IdlesAThirdOf1F1B) {
   for (const int p : {2, 3, 4, 8})
     for (int m = p; m <= 3 * p; ++m) {

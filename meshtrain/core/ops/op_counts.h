@@ -27,16 +27,25 @@ struct OpWork {
   OpWork& operator+=(const OpWork& other);
 };
 
+// Per section, then per op name. A section is a part of the work that code names while it runs
+// (OpCountSection: the pipeline runner names each computation of its schedule "1F3", as
+// to_string(Action) does); kernels outside every section count under "".
 class OpCounts {
  public:
+  using ByOp = std::map<std::string, OpWork, std::less<>>;
+
+  // Into the thread's current section.
   void add(std::string_view op, double flops, double bytes);
-  // Per op name, in name order.
-  const std::map<std::string, OpWork, std::less<>>& by_op() const { return by_op_; }
+  const std::map<std::string, ByOp, std::less<>>& by_section() const { return sections_; }
+  // Every section's work together, per op name.
+  ByOp by_op() const;
+  // One section's (nothing if it counted none).
+  OpWork section_total(std::string_view section) const;
   OpWork total() const;
-  void clear() { by_op_.clear(); }
+  void clear() { sections_.clear(); }
 
  private:
-  std::map<std::string, OpWork, std::less<>> by_op_;
+  std::map<std::string, ByOp, std::less<>> sections_;
 };
 
 // The counts bound to this thread, or null.
@@ -52,6 +61,20 @@ class OpCountScope {
 
  private:
   OpCounts* previous_;
+};
+
+// Names the section this thread's kernels count under for the scope's lifetime (restores the
+// previous one).
+class OpCountSection {
+ public:
+  explicit OpCountSection(std::string name);
+  ~OpCountSection();
+  OpCountSection(const OpCountSection&) = delete;
+  OpCountSection& operator=(const OpCountSection&) = delete;
+
+ private:
+  std::string name_;
+  const std::string* previous_;
 };
 
 }  // namespace meshtrain::ops

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/op_counts.h"
 #include "meshtrain/core/ops/ops.h"
 #include "meshtrain/core/trace/recorder.h"
 #include "meshtrain/mesh/axis_names.h"
@@ -218,6 +219,9 @@ PipelineTiming PipelineRunner::execute(const Schedule& plan, std::vector<MicroBa
     std::optional<trace::Scope> action_span;
     if (is_compute(a.kind) && trace::current())
       action_span.emplace(trace::Kind::other, [&] { return "pipeline " + to_string(a); });
+    // And its kernels one section of the counts (the planner's per-action costs).
+    std::optional<ops::OpCountSection> counted_section;
+    if (is_compute(a.kind) && ops::current_op_counts()) counted_section.emplace(to_string(a));
     auto start = Clock::now();
     const Key key{a.stage, a.micro_batch};
     MicroBatch& mb = micro_batches.at(a.micro_batch);

@@ -4,21 +4,7 @@
 #include <map>
 
 namespace meshtrain {
-namespace {
-
-double cost_of(ActionKind kind, const Costs& costs) {
-  switch (kind) {
-    case ActionKind::forward: return costs.forward;
-    case ActionKind::backward_input: return costs.backward_input;
-    case ActionKind::backward_weight: return costs.backward_weight;
-    case ActionKind::full_backward: return costs.backward_input + costs.backward_weight;
-    default: return 0.0;
-  }
-}
-
-}  // namespace
-
-Replay replay(const Schedule& schedule, const Costs& costs) {
+Replay replay(const Schedule& schedule, const ActionCost& cost_of) {
   const size_t ranks = schedule.per_rank.size();
   Replay out{std::vector<double>(ranks, 0.0), std::vector<double>(ranks, 0.0),
              std::vector<size_t>(ranks, 0), true, std::vector<std::vector<TimedAction>>(ranks)};
@@ -38,7 +24,7 @@ Replay replay(const Schedule& schedule, const Costs& costs) {
           if (send == posted.end()) break;
           start = std::max(start, send->second);
         }
-        const double cost = cost_of(a.kind, costs);
+        const double cost = is_compute(a.kind) ? cost_of(a) : 0.0;
         out.finish[r] = start + cost;
         out.busy[r] += cost;
         out.timeline[r].push_back({a, start, out.finish[r]});

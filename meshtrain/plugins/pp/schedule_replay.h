@@ -18,6 +18,7 @@ struct Replay {
   std::vector<std::vector<TimedAction>> timeline;  // per rank: the actions run, in order
 };
 
-Replay replay(const Schedule& schedule, const Costs& costs);
+// Each computation takes cost(action); sends and receives take no time.
+Replay replay(const Schedule& schedule, const ActionCost& cost);
 
 }  // namespace meshtrain

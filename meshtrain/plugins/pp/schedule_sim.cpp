@@ -32,9 +32,29 @@ void check_costs(const Costs& c) {
 }  // namespace
 
 Simulation simulate(const Schedule& schedule, const Costs& costs) {
-  validate(schedule);
   check_costs(costs);
-  const Replay run = replay(schedule, costs);
+  return simulate(schedule, [&](const Action& a) {
+    switch (a.kind) {
+      case ActionKind::forward:
+        return costs.forward;
+      case ActionKind::backward_input:
+        return costs.backward_input;
+      case ActionKind::backward_weight:
+        return costs.backward_weight;
+      default:
+        return costs.backward_input + costs.backward_weight;  // B
+    }
+  });
+}
+
+Simulation simulate(const Schedule& schedule, const ActionCost& cost) {
+  validate(schedule);
+  const Replay run = replay(schedule, [&](const Action& a) {
+    const double c = cost(a);
+    MT_CHECK(std::isfinite(c) && c >= 0, "the cost of ", to_string(a),
+             " must be finite and non-negative, got ", c);
+    return c;
+  });
   Simulation sim;
   sim.makespan = *std::max_element(run.finish.begin(), run.finish.end());
   sim.busy = run.busy;
@@ -45,7 +65,7 @@ Simulation simulate(const Schedule& schedule, const Costs& costs) {
     idle += sim.idle.back();
     sim.peak_in_flight.push_back(peak_in_flight(schedule.per_rank[r]));
   }
-  sim.bubble_fraction = idle / (schedule.ranks * sim.makespan);
+  sim.bubble_fraction = sim.makespan > 0 ? idle / (schedule.ranks * sim.makespan) : 0.0;
   return sim;
 }
 

@@ -3,6 +3,7 @@
 // matched, no deadlock); simulate() replays it with per-action costs.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "meshtrain/plugins/pp/schedule.h"
@@ -16,6 +17,9 @@ struct Costs {
   double backward_input = 1.0;
   double backward_weight = 1.0;
 };
+
+// The time one computation takes (a send or receive takes none).
+using ActionCost = std::function<double(const Action&)>;
 
 // One action as the replay ran it: a computation from `start` to `end` (its cost later); a send
 // posted at `start` (= end); a receive done at `end`, when its send was posted and its rank free.
@@ -44,5 +48,8 @@ void validate(const Schedule& schedule);
 
 // Validates, then replays with `costs`: every rank runs its actions in order as soon as it can.
 Simulation simulate(const Schedule& schedule, const Costs& costs = {});
+// With a time per computation (F, I, W or B) of its own: stages of unequal cost (the planner's,
+// from each stage's counted kernels). InvalidArgument for a cost that is negative or not finite.
+Simulation simulate(const Schedule& schedule, const ActionCost& cost);
 
 }  // namespace meshtrain

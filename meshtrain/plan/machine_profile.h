@@ -1,0 +1,52 @@
+// MachineProfile: what the planner's step-time model (step_time.h) knows of the machine a layout
+// runs on, per device (a GPU, or a rank of the CPU backend): the dense peak of its matrix products
+// per dtype (MFU's denominator) and the share of it that the kernels' GEMMs reach, the memory
+// bandwidth of the kernels that only move bytes, and the bandwidth and latency of a collective
+// within a node and across nodes.
+//
+// The presets are published figures with stated efficiency assumptions, not measurements of this
+// project's kernels on those devices (nothing has run on one yet: docs/gpu.md):
+//   h100-sxm  989 TFLOP/s bf16, 67 f32 (no TF32); 3.35 TB/s HBM3; NVLink 4 at 450 GB/s a direction;
+//             400 Gb/s InfiniBand per GPU; 8 per node; 80 GB
+//   h200      the H100 SXM's compute and links; 4.8 TB/s HBM3e; 141 GB
+//   a100-80g  312 TFLOP/s bf16, 19.5 f32; 2.04 TB/s; NVLink 3 at 300 GB/s; 200 Gb/s per GPU; 80 GB
+// each assuming GEMMs at 60% of the dense peak, 80% of the memory bandwidth, collectives at 80% of
+// the link (NCCL's bus bandwidth on a ring) and 10 us (in a node) or 20 us (across) per call;
+//   cpu       one core of this machine per rank on the local backend, measured in
+//             docs/benchmarks.md (2026-12): f32 GEMMs at 90 GFLOP/s and bf16 at 170 (their GEMM
+//             libraries' own peak: efficiency 1), 13.4 GB/s memcpy, collectives at 4.7 GB/s bus
+//             bandwidth, 50 us per call, one node.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "meshtrain/core/dtype.h"
+
+namespace meshtrain {
+
+struct MachineProfile {
+  std::string name;
+  double dense_peak_flops_f32 = 0;   // FLOP/s per device
+  double dense_peak_flops_bf16 = 0;  // FLOP/s per device
+  double gemm_efficiency = 1;        // the share of the dense peak the GEMMs reach
+  double memory_bandwidth = 0;       // bytes/s per device, as kernels reach it
+  double intra_node_bandwidth = 0;   // bytes/s a device sends at in a collective within a node
+  double inter_node_bandwidth = 0;   // ... in a collective that crosses nodes
+  double intra_node_latency = 0;     // seconds per collective call within a node
+  double inter_node_latency = 0;     // ... across nodes
+  int devices_per_node = 1;
+  double device_memory = 0;  // bytes
+
+  double dense_peak_flops(DType dtype) const;  // InvalidArgument for a dtype without one
+  double gemm_flops(DType dtype) const;        // dense_peak_flops x gemm_efficiency
+  // InvalidArgument naming the first figure that is not positive (and finite).
+  void check() const;
+};
+
+// "h100-sxm", "h200", "a100-80g", "cpu"; InvalidArgument listing them for another name.
+MachineProfile machine_preset(std::string_view name);
+std::vector<std::string> machine_preset_names();
+
+}  // namespace meshtrain

@@ -1,0 +1,129 @@
+#include "meshtrain/plan/step_time.h"
+
+#include <algorithm>
+
+#include "meshtrain/core/error.h"
+#include "meshtrain/mesh/axis_names.h"
+#include "meshtrain/plugins/pp/schedule_generators.h"
+#include "meshtrain/plugins/pp/schedule_sim.h"
+
+namespace meshtrain {
+
+namespace {
+
+double kernel_seconds(const ops::OpCounts::ByOp& by_op, DType dtype,
+                      const MachineProfile& machine) {
+  double seconds = 0;
+  for (const auto& [op, work] : by_op)
+    seconds +=
+        std::max(work.flops / machine.gemm_flops(dtype), work.bytes / machine.memory_bandwidth);
+  return seconds;
+}
+
+bool is_data_axis(std::string_view group) {
+  return group == mesh_axis::dp || group == mesh_axis::dp_shard || group == mesh_axis::dp_replicate;
+}
+
+// Seconds of `rank`'s traffic on each group, as it leaves over the group's link.
+std::vector<std::pair<std::string, double>> comm_seconds(const MeshLayout& mesh, int rank,
+                                                         const ReplayedRank& replayed,
+                                                         const MachineProfile& machine) {
+  std::vector<std::pair<std::string, double>> out;
+  for (size_t i = 0; i < replayed.sent.size(); ++i) {
+    const std::string& group = replayed.sent[i].first;
+    const std::vector<int> members = mesh.group_of(rank, mesh.span(group));
+    const int node = members.front() / machine.devices_per_node;
+    const bool intra = std::all_of(members.begin(), members.end(),
+                                   [&](int r) { return r / machine.devices_per_node == node; });
+    const double bandwidth = intra ? machine.intra_node_bandwidth : machine.inter_node_bandwidth;
+    const double latency = intra ? machine.intra_node_latency : machine.inter_node_latency;
+    out.emplace_back(group, static_cast<double>(replayed.sent[i].second) / bandwidth +
+                                static_cast<double>(replayed.calls[i].second) * latency);
+  }
+  return out;
+}
+
+// One rank's terms before the pipeline: its kernels, and its communication split into what
+// stretches its computations (tp, pp) and what compute may hide (the data axes).
+struct RankTerms {
+  double kernels = 0;      // every kernel
+  double scheduled = 0;    // the kernels of the pipeline's computations
+  double serial_comm = 0;  // tp and pp
+  RankStepTime time;
+};
+
+RankTerms terms_of(const MeshLayout& mesh, int rank, const ReplayedRank& replayed, DType dtype,
+                   const MachineProfile& machine) {
+  RankTerms t;
+  t.kernels = kernel_seconds(replayed.kernels.by_op(), dtype, machine);
+  for (const auto& [section, by_op] : replayed.kernels.by_section())
+    if (!section.empty()) t.scheduled += kernel_seconds(by_op, dtype, machine);
+  const std::vector<std::pair<std::string, double>> comm =
+      comm_seconds(mesh, rank, replayed, machine);
+  double data = 0;
+  for (const auto& [group, seconds] : comm) (is_data_axis(group) ? data : t.serial_comm) += seconds;
+  const double hidden_share = data > 0 ? std::min(1.0, t.kernels / data) : 0.0;
+  for (const auto& [group, seconds] : comm)
+    t.time.exposed_comm.emplace_back(group,
+                                     is_data_axis(group) ? seconds * (1 - hidden_share) : seconds);
+  t.time.compute = t.kernels;
+  return t;
+}
+
+}  // namespace
+
+double RankStepTime::total_exposed_comm() const {
+  double sum = 0;
+  for (const auto& [group, seconds] : exposed_comm) sum += seconds;
+  return sum;
+}
+
+StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& workload,
+                                     const std::vector<ReplayedRank>& replayed,
+                                     const MachineProfile& machine) {
+  machine.check();
+  const MeshLayout& mesh = layout.mesh;
+  MT_CHECK(static_cast<int>(replayed.size()) == mesh.size(), "predict_step_time: ", replayed.size(),
+           " replayed ranks for the ", mesh.size(), " ranks of ", mesh.to_string());
+  const DType dtype = layout.data_parallel() ? layout.fsdp.param_dtype : DType::f32;
+  std::vector<RankTerms> terms;
+  for (int r = 0; r < mesh.size(); ++r)
+    terms.push_back(terms_of(mesh, r, replayed[r], dtype, machine));
+
+  std::vector<double> own(terms.size());  // each rank's step, before waiting for the others
+  if (!layout.pipelined()) {
+    for (size_t r = 0; r < terms.size(); ++r)
+      own[r] = terms[r].kernels + terms[r].time.total_exposed_comm();
+  } else {
+    // The pipeline of rank 0's data and tp coordinates: its pp ranks' computations.
+    const Schedule schedule = make_schedule(layout.pp.schedule, mesh.axis_size(mesh_axis::pp),
+                                            workload.micro_batches, layout.pp.virtual_stages);
+    const std::vector<int> pipeline = mesh.group_of(0, {std::string(mesh_axis::pp)});
+    std::vector<double> stretch;  // per pp rank: its serial comm spread over its computations
+    for (const int r : pipeline)
+      stretch.push_back(terms[r].scheduled > 0 ? 1 + terms[r].serial_comm / terms[r].scheduled : 1);
+    const Simulation sim = simulate(schedule, [&](const Action& a) {
+      const int pp_rank = schedule.rank_of(a.stage);
+      const ops::OpCounts& kernels = replayed[pipeline[pp_rank]].kernels;
+      const auto section = kernels.by_section().find(to_string(a));
+      MT_CHECK(section != kernels.by_section().end(), "the replay of pp rank ", pp_rank,
+               " ran no kernels for ", to_string(a));
+      return kernel_seconds(section->second, dtype, machine) * stretch[pp_rank];
+    });
+    for (size_t r = 0; r < terms.size(); ++r) {
+      const int pp_rank = mesh.span_coordinate(static_cast<int>(r), mesh_axis::pp);
+      double data = 0;
+      for (const auto& [group, seconds] : terms[r].time.exposed_comm)
+        if (is_data_axis(group)) data += seconds;
+      terms[r].time.bubble = sim.idle[pp_rank];
+      own[r] = sim.makespan + (terms[r].kernels - terms[r].scheduled) + data;
+    }
+  }
+  StepTimePrediction out;
+  out.slowest = static_cast<int>(std::max_element(own.begin(), own.end()) - own.begin());
+  out.step = own[out.slowest];
+  for (RankTerms& t : terms) out.ranks.push_back(std::move(t.time));
+  return out;
+}
+
+}  // namespace meshtrain

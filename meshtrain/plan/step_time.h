@@ -1,0 +1,57 @@
+// The planner's step-time model: each rank's step from what its replay counted (rank_replay.h:
+// the kernels it calls, per pipeline computation; the bytes and calls on each group) and a
+// machine profile (machine_profile.h). Its terms:
+//
+//   kernels   each op's work at the machine's rate: max(FLOPs / GEMM rate of the compute dtype,
+//             bytes / memory bandwidth), a roofline per op. The compute dtype is FSDP's
+//             param_dtype (f32 without a data axis).
+//   comm      per group: bytes sent / the link's bandwidth + calls x its latency. A group whose
+//             ranks share a node (ranks are numbered tp fastest, devices_per_node to a node)
+//             uses the intra-node link, any other the inter-node one.
+//   exposed   tp and pp: all of it (TP's collectives sit between a layer's GEMMs; a stage's
+//             transfers are counted as if serial). The data axes' (FSDP's gathers and
+//             reductions): what the rank's compute cannot hide, max(0, comm - compute),
+//             prefetch and asynchronous reductions overlapping the rest.
+//   pipeline  the schedule simulated (schedule_sim.h) with each computation's own cost: its
+//             kernels (the replay counts each as a section "1F3") stretched by the rank's
+//             exposed tp and pp share. The bubble of a rank is the makespan less its busy time.
+//   step      without a pipeline: kernels + exposed comm; with one: the makespan + the kernels
+//             outside the schedule (AdamW) + the exposed data-axis comm. The slowest rank's step
+//             is every rank's (they meet in the step's collectives).
+//
+// Assumptions, to be replaced by calibration (meshtrain plan --calibrate, not yet): kernels reach
+// the profile's rates at every shape; collectives reach the link's bandwidth at every size.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "meshtrain/plan/machine_profile.h"
+#include "meshtrain/plan/plan_layout.h"
+#include "meshtrain/plan/rank_replay.h"
+
+namespace meshtrain {
+
+struct RankStepTime {
+  double compute = 0;  // seconds of this rank's kernels
+  // Seconds of communication the step waits for, per group (ReplayedRank::sent's groups).
+  std::vector<std::pair<std::string, double>> exposed_comm;
+  double bubble = 0;  // seconds idle in the pipeline's schedule (0 without one)
+
+  double total_exposed_comm() const;
+};
+
+struct StepTimePrediction {
+  double step = 0;  // seconds: the slowest rank's step
+  int slowest = 0;  // that rank
+  std::vector<RankStepTime> ranks;
+};
+
+// `replayed`: replay_ranks(model, layout, workload). InvalidArgument for a profile that fails
+// its check or replays of another mesh.
+StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& workload,
+                                     const std::vector<ReplayedRank>& replayed,
+                                     const MachineProfile& machine);
+
+}  // namespace meshtrain

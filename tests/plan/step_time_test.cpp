@@ -1,0 +1,179 @@
+// The step-time model (meshtrain/plan/step_time.h) on counts written by hand, where every term
+// has a closed form: kernels at the profile's roofline, tp's traffic exposed, the data axes'
+// hidden behind compute, intra- against inter-node links, and a pipeline's makespan and bubble as
+// the schedules' closed forms give them; then on replays of real layouts.
+#include "meshtrain/plan/step_time.h"
+
+#include <gtest/gtest.h>
+
+#include "meshtrain/core/error.h"
+#include "meshtrain/plugins/pp/schedule_generators.h"
+#include "tests/support/error_message.h"
+#include "tests/support/training_runs.h"
+
+namespace meshtrain::testing {
+namespace {
+
+// Round figures: 1 GFLOP/s GEMMs, 1 GB/s memory, links of 0.1 GB/s in a node and 0.01 across.
+MachineProfile round_machine(int devices_per_node = 8) {
+  return {.name = "round",
+          .dense_peak_flops_f32 = 2e9,
+          .dense_peak_flops_bf16 = 4e9,
+          .gemm_efficiency = 0.5,
+          .memory_bandwidth = 1e9,
+          .intra_node_bandwidth = 1e8,
+          .inter_node_bandwidth = 1e7,
+          .intra_node_latency = 1e-3,
+          .inter_node_latency = 1e-2,
+          .devices_per_node = devices_per_node,
+          .device_memory = 1e10};
+}
+
+// A rank whose kernels take `seconds` on round_machine (GEMM-bound) and whose groups sent
+// `sent` bytes in `calls` calls each.
+ReplayedRank rank_of(double seconds,
+                     std::vector<std::tuple<std::string, uint64_t, uint64_t>> traffic = {}) {
+  ReplayedRank r;
+  r.kernels.add("matmul", seconds * 1e9, 1.0);
+  for (const auto& [group, bytes, calls] : traffic) {
+    r.sent.emplace_back(group, bytes);
+    r.calls.emplace_back(group, calls);
+  }
+  return r;
+}
+
+PlanLayout layout_of(const std::string& mesh) { return {.mesh = parse_mesh_spec(mesh)}; }
+
+TEST(StepTime, KernelsAtTheRooflineOfEachOp) {
+  ReplayedRank r;
+  r.sent = {{"dp_shard", 0}, {"dp", 0}};
+  r.calls = r.sent;
+  r.kernels.add("matmul", 2e9, 1e6);  // 2 s of GEMM, its bytes hidden under it
+  r.kernels.add("add", 0, 5e8);       // 0.5 s of memory traffic
+  const StepTimePrediction p = predict_step_time(layout_of("dp_shard=1"), {}, {r}, round_machine());
+  EXPECT_DOUBLE_EQ(p.step, 2.5);
+  EXPECT_DOUBLE_EQ(p.ranks[0].compute, 2.5);
+}
+
+TEST(StepTime, TensorParallelTrafficIsExposed) {
+  const auto tp = rank_of(1.0, {{"tp", 100'000'000, 10}, {"dp", 0, 0}});
+  const StepTimePrediction p = predict_step_time(layout_of("tp=2"), {}, {tp, tp}, round_machine());
+  EXPECT_DOUBLE_EQ(p.ranks[1].exposed_comm[0].second, 1.0 + 10 * 1e-3);
+  EXPECT_DOUBLE_EQ(p.step, 2.01);
+  // A node of one device: the tp group crosses nodes.
+  const StepTimePrediction apart =
+      predict_step_time(layout_of("tp=2"), {}, {tp, tp}, round_machine(1));
+  EXPECT_DOUBLE_EQ(apart.step, 1.0 + 10.0 + 10 * 1e-2);
+}
+
+TEST(StepTime, DataParallelTrafficHidesBehindCompute) {
+  // 3 s of FSDP traffic against 1 s of kernels: 2 s exposed; 0.5 s would be hidden whole.
+  const auto heavy = rank_of(1.0, {{"dp_shard", 0, 0}, {"dp", 300'000'000, 0}});
+  StepTimePrediction p =
+      predict_step_time(layout_of("dp_shard=2"), {}, {heavy, heavy}, round_machine());
+  EXPECT_DOUBLE_EQ(p.ranks[0].exposed_comm[1].second, 2.0);
+  EXPECT_DOUBLE_EQ(p.step, 3.0);
+  const auto light = rank_of(1.0, {{"dp_shard", 0, 0}, {"dp", 50'000'000, 0}});
+  p = predict_step_time(layout_of("dp_shard=2"), {}, {light, light}, round_machine());
+  EXPECT_DOUBLE_EQ(p.ranks[0].total_exposed_comm(), 0.0);
+  EXPECT_DOUBLE_EQ(p.step, 1.0);
+}
+
+TEST(StepTime, TheSlowestRankSetsTheStep) {
+  const StepTimePrediction p = predict_step_time(
+      layout_of("tp=2"), {},
+      {rank_of(1.0, {{"tp", 0, 0}, {"dp", 0, 0}}), rank_of(1.5, {{"tp", 0, 0}, {"dp", 0, 0}})},
+      round_machine());
+  EXPECT_EQ(p.slowest, 1);
+  EXPECT_DOUBLE_EQ(p.step, 1.5);
+}
+
+// Each pp rank's computations as the schedule runs them, F taking `forward` seconds and B
+// `backward`, plus `after` seconds outside the schedule (the optimizer).
+std::vector<ReplayedRank> pipeline_ranks(const Schedule& schedule, double forward, double backward,
+                                         double after) {
+  std::vector<ReplayedRank> ranks(static_cast<size_t>(schedule.ranks));
+  for (int r = 0; r < schedule.ranks; ++r) {
+    ReplayedRank& rank = ranks[r];
+    rank.sent = {{"pp", 0}, {"dp", 0}};
+    rank.calls = rank.sent;
+    rank.kernels.add("adamw_step", 0, after * 1e9);
+    for (const Action& a : schedule.per_rank[r]) {
+      if (!is_compute(a.kind)) continue;
+      const ops::OpCountSection section(to_string(a));
+      rank.kernels.add("matmul", (a.kind == ActionKind::forward ? forward : backward) * 1e9, 0);
+    }
+  }
+  return ranks;
+}
+
+TEST(StepTime, APipelinesBubbleIsTheSchedulesClosedForm) {
+  // GPipe and 1F1B: (m + p - 1)(F + B), each rank idle (p - 1)(F + B).
+  const int p = 4, m = 6;
+  const double forward = 1.0, backward = 2.0, after = 0.25;
+  for (const ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b}) {
+    PlanLayout layout = layout_of("pp=4");
+    layout.pp.schedule = kind;
+    const Schedule schedule = make_schedule(kind, p, m);
+    const StepTimePrediction predicted =
+        predict_step_time(layout, {.batch = m, .seq = 1, .micro_batches = m},
+                          pipeline_ranks(schedule, forward, backward, after), round_machine());
+    EXPECT_DOUBLE_EQ(predicted.step, (m + p - 1) * (forward + backward) + after);
+    for (const RankStepTime& rank : predicted.ranks) {
+      EXPECT_DOUBLE_EQ(rank.bubble, (p - 1) * (forward + backward));
+      EXPECT_DOUBLE_EQ(rank.compute, m * (forward + backward) + after);
+    }
+  }
+}
+
+// On a machine whose memory and links cost nothing, a replayed step is its GEMMs at the GEMM
+// rate: a single rank's exactly, a 3D layout's at least its busiest rank's.
+TEST(StepTime, OfReplayedStepsIsTheirGemmsOnAMachineOfFreeTraffic) {
+  MachineProfile free_traffic = round_machine();
+  free_traffic.memory_bandwidth = free_traffic.intra_node_bandwidth =
+      free_traffic.inter_node_bandwidth = 1e300;
+  free_traffic.intra_node_latency = free_traffic.inter_node_latency = 0;
+  const ModelSpecPtr gpt2 = gpt2_model(uneven_model());
+  const Workload workload{.batch = 8, .seq = 13, .micro_batches = 2};
+  const PlanLayout single = layout_of("dp_shard=1");
+  const std::vector<ReplayedRank> one = replay_ranks(*gpt2, single, workload);
+  EXPECT_DOUBLE_EQ(predict_step_time(single, workload, one, free_traffic).step,
+                   one[0].kernels.total().flops / 1e9);
+
+  PlanLayout layout = layout_of("pp=2,dp_shard=2,tp=2");
+  layout.pp.schedule = ScheduleKind::one_f_one_b;
+  const std::vector<ReplayedRank> ranks = replay_ranks(*gpt2, layout, workload);
+  const StepTimePrediction p = predict_step_time(layout, workload, ranks, free_traffic);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    EXPECT_DOUBLE_EQ(p.ranks[r].compute, ranks[r].kernels.total().flops / 1e9);
+    EXPECT_GE(p.step, p.ranks[r].compute);
+    EXPECT_GT(p.ranks[r].bubble, 0.0) << "rank " << r;
+    EXPECT_NEAR(p.ranks[r].total_exposed_comm(), 0.0, 1e-12);
+  }
+}
+
+TEST(StepTime, RefusesAnUnusableMachineOrReplaysOfAnotherMesh) {
+  const auto one = rank_of(1.0, {{"dp_shard", 0, 0}, {"dp", 0, 0}});
+  MachineProfile broken = round_machine();
+  broken.memory_bandwidth = 0;
+  expect_error<InvalidArgument>(
+      [&] { predict_step_time(layout_of("dp_shard=1"), {}, {one}, broken); },
+      "memory_bandwidth must be positive");
+  expect_error<InvalidArgument>(
+      [&] { predict_step_time(layout_of("dp_shard=2"), {}, {one}, round_machine()); },
+      "1 replayed ranks for the 2 ranks");
+}
+
+TEST(MachinePresets, StateThePublishedPeaksAndTheirEfficiency) {
+  const MachineProfile h100 = machine_preset("h100-sxm");
+  EXPECT_DOUBLE_EQ(h100.dense_peak_flops(DType::bf16), 989.4e12);
+  EXPECT_DOUBLE_EQ(h100.gemm_flops(DType::bf16), 0.6 * 989.4e12);
+  EXPECT_EQ(h100.devices_per_node, 8);
+  EXPECT_GT(machine_preset("h200").memory_bandwidth, h100.memory_bandwidth);
+  for (const std::string& name : machine_preset_names()) machine_preset(name).check();
+  expect_error<InvalidArgument>([] { machine_preset("tpu"); },
+                                "unknown machine 'tpu'; the presets are h100-sxm, h200");
+}
+
+}  // namespace
+}  // namespace meshtrain::testing
