@@ -4,11 +4,15 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "meshtrain/cli/commands.h"
 #include "meshtrain/cli/run_flags.h"
 #include "meshtrain/core/error.h"
+#include "meshtrain/plan/machine_profile.h"
 #include "meshtrain/plan/rank_replay.h"
+#include "meshtrain/plan/step_time.h"
+#include "meshtrain/train/device_peak.h"
 #include "meshtrain/train/dry_run.h"
 
 namespace meshtrain {
@@ -16,9 +20,31 @@ namespace meshtrain {
 namespace {
 
 struct PlanFlags : RunFlags {
-  double device_memory_gib = 0;  // 0: no capacity to check against
+  std::string machine = "h100-sxm";
+  int devices_per_node = 0;      // 0: the machine's
+  double device_memory_gib = 0;  // 0: the machine's
   bool json = false;
 };
+
+// What the plan predicts beyond the replays, and on what.
+struct Prediction {
+  MachineProfile machine;
+  StepTimePrediction time;
+  double tokens_per_s = 0;  // all ranks together
+  double mfu = 0;           // model FLOPs per second over the ranks' dense peak
+};
+
+Prediction predict(const TrainConfig& config, const PlanLayout& layout, const Workload& workload,
+                   const std::vector<ReplayedRank>& ranks, MachineProfile machine) {
+  Prediction p{.machine = std::move(machine)};
+  p.time = predict_step_time(layout, workload, ranks, p.machine);
+  const double tokens = static_cast<double>(workload.batch * workload.seq);
+  p.tokens_per_s = tokens / p.time.step;
+  p.mfu =
+      model_flop_utilisation(config.model->training_flops(tokens, workload.seq) / p.time.step,
+                             p.machine.dense_peak_flops(compute_dtype(layout)), layout.mesh.size());
+  return p;
+}
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -30,10 +56,17 @@ size_t largest_peak(const std::vector<ReplayedRank>& ranks) {
   return static_cast<size_t>(it - ranks.begin());
 }
 
-// For scripts: the plan's figures, every rank's, in bytes.
+nlohmann::ordered_json rank_time_json(const RankStepTime& time) {
+  nlohmann::ordered_json exposed = nlohmann::ordered_json::object();
+  for (const auto& [group, seconds] : time.exposed_comm) exposed[group] = seconds;
+  return {{"compute", time.compute}, {"exposed_comm", exposed}, {"bubble", time.bubble}};
+}
+
+// For scripts: the plan's figures, every rank's, in bytes and seconds.
 void print_plan_json(const TrainConfig& config, const PlanLayout& layout,
-                     const std::vector<ReplayedRank>& ranks, double capacity_bytes,
+                     const std::vector<ReplayedRank>& ranks, const Prediction& predicted,
                      std::ostream& out) {
+  const double capacity_bytes = predicted.machine.device_memory;
   nlohmann::ordered_json ranks_json = nlohmann::ordered_json::array();
   for (size_t r = 0; r < ranks.size(); ++r) {
     const MemoryStats& m = ranks[r].memory;
@@ -50,7 +83,8 @@ void print_plan_json(const TrainConfig& config, const PlanLayout& layout,
                             {"activations_peak", m[MemoryCategory::activation].peak},
                             {"comm_peak", m[MemoryCategory::comm].peak},
                             {"peak", m.total.peak}}},
-                          {"sent", sent}});
+                          {"sent", sent},
+                          {"time", rank_time_json(predicted.time.ranks[r])}});
   }
   const size_t largest = largest_peak(ranks);
   nlohmann::ordered_json plan = {
@@ -61,18 +95,53 @@ void print_plan_json(const TrainConfig& config, const PlanLayout& layout,
       {"layout", layout.to_string()},
       {"workload",
        {{"batch", config.batch}, {"seq", config.seq}, {"micro_batches", config.grad_accum}}},
-      {"largest_peak_rank", largest}};
-  if (capacity_bytes > 0) {
-    plan["device_memory"] = capacity_bytes;
-    plan["fits"] = static_cast<double>(ranks[largest].memory.total.peak) <= capacity_bytes;
-  }
+      {"machine", predicted.machine.name},
+      {"largest_peak_rank", largest},
+      {"device_memory", capacity_bytes},
+      {"fits", static_cast<double>(ranks[largest].memory.total.peak) <= capacity_bytes},
+      {"step_seconds", predicted.time.step},
+      {"slowest_rank", predicted.time.slowest},
+      {"tokens_per_s", predicted.tokens_per_s},
+      {"tokens_per_s_per_device", predicted.tokens_per_s / static_cast<double>(ranks.size())},
+      {"mfu", predicted.mfu}};
   plan["ranks"] = std::move(ranks_json);
   out << plan.dump(1) << "\n";
 }
 
+// "1.234 s", "12.3 ms", "45 us": three figures for steps of any size.
+std::string duration(double seconds) {
+  char text[32];
+  if (seconds >= 1)
+    std::snprintf(text, sizeof text, "%.3f s", seconds);
+  else if (seconds >= 1e-3)
+    std::snprintf(text, sizeof text, "%.3g ms", seconds * 1e3);
+  else
+    std::snprintf(text, sizeof text, "%.3g us", seconds * 1e6);
+  return text;
+}
+
+// The predicted step of the slowest rank, its terms, and the throughput they give.
+void print_step_time(const Prediction& p, size_t ranks, std::ostream& out) {
+  const RankStepTime& slowest = p.time.ranks[p.time.slowest];
+  out << "\nstep time on " << p.machine.name << " (predicted: docs/planner.md): "
+      << duration(p.time.step) << "\n";
+  std::string exposed;
+  for (const auto& [group, seconds] : slowest.exposed_comm)
+    if (seconds > 0) exposed += (exposed.empty() ? " (" : ", ") + group + " " + duration(seconds);
+  out << "  rank " << p.time.slowest << " (the slowest): compute " << duration(slowest.compute)
+      << ", exposed communication " << duration(slowest.total_exposed_comm())
+      << (exposed.empty() ? "" : exposed + ")") << ", pipeline bubble "
+      << duration(slowest.bubble) << "\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "  %.0f tokens/s, %.1f per device; MFU %.1f%%\n", p.tokens_per_s,
+                p.tokens_per_s / static_cast<double>(ranks), 100 * p.mfu);
+  out << line;
+}
+
 void print_plan(const TrainConfig& config, const PlanLayout& layout,
-                const std::vector<ReplayedRank>& ranks, double seconds, double capacity_bytes,
+                const std::vector<ReplayedRank>& ranks, double seconds, const Prediction& predicted,
                 std::ostream& out) {
+  const double capacity_bytes = predicted.machine.device_memory;
   out << "plan: " << config.model->describe() << ", " << config.model->num_parameters()
       << " parameters, on " << ranks.size() << " ranks (" << layout.to_string()
       << "), global batch " << config.batch << " x " << config.seq << " tokens in "
@@ -89,13 +158,13 @@ void print_plan(const TrainConfig& config, const PlanLayout& layout,
     sent.push_back(r.sent);
   }
   print_rank_tables(memory, sent, out);
-  if (capacity_bytes <= 0) return;
   const size_t largest = largest_peak(ranks);
   const double peak = static_cast<double>(ranks[largest].memory.total.peak);
   std::snprintf(line, sizeof line, "%s: rank %zu peaks at %.1f GiB, %s %.1f GiB per device\n",
                 peak <= capacity_bytes ? "fits" : "does not fit", largest, peak / kGiB,
                 peak <= capacity_bytes ? "within" : "over", capacity_bytes / kGiB);
   out << "\n" << line;
+  print_step_time(predicted, ranks.size(), out);
 }
 
 }  // namespace
@@ -103,15 +172,27 @@ void print_plan(const TrainConfig& config, const PlanLayout& layout,
 void add_plan_command(CLI::App& app, const Registries& registries) {
   auto* cmd = app.add_subcommand(
       "plan",
-      "Predict a layout's memory per rank by category and bytes sent per mesh axis, for any "
-      "world size, in a second, by replaying each rank's step alone on shape-only tensors "
-      "(docs/planner.md)");
+      "Predict a layout's memory per rank by category, bytes sent per mesh axis and step time, "
+      "for any world size, in a second, by replaying each rank's step alone on shape-only "
+      "tensors (docs/planner.md)");
   auto f = std::make_shared<PlanFlags>();
   add_model_choice_flags(cmd, f, registries.models);
   add_workload_flags(cmd, f);
   add_layout_flags(cmd, f, registries);
+  std::string presets;
+  for (const std::string& name : machine_preset_names())
+    presets += (presets.empty() ? "" : ", ") + name;
+  cmd->add_option("--machine", f->machine,
+                  "the devices the step time is predicted on: " + presets +
+                      " (published figures and stated efficiencies; cpu: this machine's cores "
+                      "on the local backend, measured; docs/planner.md)")
+      ->capture_default_str();
+  cmd->add_option("--gpus-per-node", f->devices_per_node,
+                  "devices per node, ranks numbered tp fastest (default: the machine's)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--device-memory", f->device_memory_gib,
-                  "GiB each rank's device holds: say whether the largest peak fits")
+                  "GiB each device holds, to say whether the largest peak fits (default: the "
+                  "machine's)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", f->json,
                 "print the plan as JSON instead of tables: the model, layout and workload, and "
@@ -126,10 +207,14 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
     const std::vector<ReplayedRank> ranks = replay_ranks(*c.model, layout, plan_workload(c));
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    MachineProfile machine = machine_preset(f->machine);
+    if (f->devices_per_node > 0) machine.devices_per_node = f->devices_per_node;
+    if (f->device_memory_gib > 0) machine.device_memory = f->device_memory_gib * kGiB;
+    const Prediction predicted = predict(c, layout, plan_workload(c), ranks, machine);
     if (f->json)
-      print_plan_json(c, layout, ranks, f->device_memory_gib * kGiB, std::cout);
+      print_plan_json(c, layout, ranks, predicted, std::cout);
     else
-      print_plan(c, layout, ranks, seconds, f->device_memory_gib * kGiB, std::cout);
+      print_plan(c, layout, ranks, seconds, predicted, std::cout);
   });
 }
 

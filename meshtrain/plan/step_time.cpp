@@ -72,6 +72,10 @@ RankTerms terms_of(const MeshLayout& mesh, int rank, const ReplayedRank& replaye
 
 }  // namespace
 
+DType compute_dtype(const PlanLayout& layout) {
+  return layout.data_parallel() ? layout.fsdp.param_dtype : DType::f32;
+}
+
 double RankStepTime::total_exposed_comm() const {
   double sum = 0;
   for (const auto& [group, seconds] : exposed_comm) sum += seconds;
@@ -85,7 +89,7 @@ StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& w
   const MeshLayout& mesh = layout.mesh;
   MT_CHECK(static_cast<int>(replayed.size()) == mesh.size(), "predict_step_time: ", replayed.size(),
            " replayed ranks for the ", mesh.size(), " ranks of ", mesh.to_string());
-  const DType dtype = layout.data_parallel() ? layout.fsdp.param_dtype : DType::f32;
+  const DType dtype = compute_dtype(layout);
   std::vector<RankTerms> terms;
   for (int r = 0; r < mesh.size(); ++r)
     terms.push_back(terms_of(mesh, r, replayed[r], dtype, machine));

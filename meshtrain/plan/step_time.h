@@ -48,6 +48,9 @@ struct StepTimePrediction {
   std::vector<RankStepTime> ranks;
 };
 
+// The dtype the layout's matrix products run in: FSDP's param_dtype, f32 without a data axis.
+DType compute_dtype(const PlanLayout& layout);
+
 // `replayed`: replay_ranks(model, layout, workload). InvalidArgument for a profile that fails
 // its check or replays of another mesh.
 StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& workload,

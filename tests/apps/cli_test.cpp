@@ -511,8 +511,9 @@ TEST_F(Cli, PlanPrintsTheDryRunsTablesForAnyWorld) {
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   const CliResult dry = run_cli(dir_, "train --dry-run" + layout);
   ASSERT_EQ(dry.exit_code, 0) << dry.err;
-  const auto tables = [](const std::string& out) {
-    return out.substr(out.find("memory per rank"));
+  const auto tables = [](const std::string& out) {  // the plan's, up to its own lines
+    const size_t start = out.find("memory per rank");
+    return out.substr(start, out.find("\nfits: ") - start);
   };
   EXPECT_THAT(plan.out, HasSubstr("plan: "));
   EXPECT_THAT(plan.out, HasSubstr("on 4 ranks (dp_shard=2,tp=2 fsdp=full"));
@@ -525,6 +526,10 @@ TEST_F(Cli, PlanPrintsTheDryRunsTablesForAnyWorld) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("on 4096 ranks (pp=8,dp_shard=64,tp=8"));
   EXPECT_THAT(r.out, HasSubstr("\nfits: rank "));
+  EXPECT_THAT(r.out, HasSubstr("\nstep time on h100-sxm (predicted"));
+  EXPECT_THAT(r.out, HasSubstr("(the slowest): compute "));
+  EXPECT_THAT(r.out, HasSubstr("pipeline bubble "));
+  EXPECT_THAT(r.out, HasSubstr(" per device; MFU "));
   r = run_cli(dir_, "plan" + layout + " --device-memory 0.0001");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\ndoes not fit: rank "));
@@ -544,6 +549,22 @@ TEST_F(Cli, PlanPrintsTheDryRunsTablesForAnyWorld) {
             last["memory"]["activations_peak"].get<uint64_t>());
   EXPECT_GT(last["sent"]["tp"].get<uint64_t>(), 0u);
   EXPECT_GT(last["sent"]["dp_shard"].get<uint64_t>(), 0u);
+  EXPECT_GT(last["time"]["compute"].get<double>(), 0.0);
+  EXPECT_GT(last["time"]["exposed_comm"]["tp"].get<double>(), 0.0);
+  EXPECT_EQ(json["machine"], "h100-sxm");
+  EXPECT_GE(json["step_seconds"].get<double>(), last["time"]["compute"].get<double>());
+  EXPECT_GT(json["mfu"].get<double>(), 0.0);
+  EXPECT_LT(json["mfu"].get<double>(), 1.0);
+
+  // Another machine: this one's cores, whose kernels are slower than an H100's by orders of
+  // magnitude.
+  r = run_cli(dir_, "plan" + layout + " --machine cpu --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(nlohmann::json::parse(r.out)["ranks"][3]["time"]["compute"].get<double>(),
+            100 * last["time"]["compute"].get<double>());
+  r = run_cli(dir_, "plan" + layout + " --machine tpu");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("unknown machine 'tpu'; the presets are h100-sxm"));
 
   r = run_cli(dir_, "plan --model llama-tiny --seq 16 --world 3 --mesh dp_shard=2");
   EXPECT_NE(r.exit_code, 0);
