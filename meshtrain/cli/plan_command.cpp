@@ -6,9 +6,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "meshtrain/checkpoint/durable_files.h"
 #include "meshtrain/cli/commands.h"
 #include "meshtrain/cli/run_flags.h"
 #include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/cpu/cpu_threads.h"
+#include "meshtrain/plan/calibrate.h"
 #include "meshtrain/plan/machine_profile.h"
 #include "meshtrain/plan/rank_replay.h"
 #include "meshtrain/plan/step_time.h"
@@ -21,6 +24,9 @@ namespace {
 
 struct PlanFlags : RunFlags {
   std::string machine = "h100-sxm";
+  std::string machine_file;      // a calibrated profile, in place of --machine
+  std::string calibrate;         // measure this machine into this file first
+  int threads = 0;               // CPU threads per rank while calibrating (0: the CPUs per rank)
   int devices_per_node = 0;      // 0: the machine's
   double device_memory_gib = 0;  // 0: the machine's
   bool json = false;
@@ -167,6 +173,32 @@ void print_plan(const TrainConfig& config, const PlanLayout& layout,
   print_step_time(predicted, ranks.size(), out);
 }
 
+// The profile the plan predicts on: measured now (--calibrate, saying so on `log`), read
+// (--machine-file), or a preset.
+MachineProfile machine_of(const PlanFlags& f, std::ostream& log) {
+  MT_CHECK(f.calibrate.empty() || f.machine_file.empty(),
+           "--calibrate writes a profile and plans with it; give it or --machine-file, not both");
+  if (!f.machine_file.empty())
+    return parse_machine_profile(read_small_file(f.machine_file), f.machine_file);
+  if (f.calibrate.empty()) return machine_preset(f.machine);
+  check_regular_output(f.calibrate, "--calibrate");
+  const int world = std::max(2, f.config.world);
+  const CalibrationOptions options{
+      .ranks = world,
+      .threads_per_rank =
+          f.threads > 0 ? f.threads : std::max(1, ops::cpu::available_cpus() / world)};
+  log << "calibrating: kernels of single-rank steps with " << options.threads_per_rank
+      << " thread(s), all-gathers over " << options.ranks << " local ranks ..." << std::endl;
+  const MachineProfile measured = calibrate_this_machine(options);
+  AtomicFile file(f.calibrate);  // whole or not at all
+  write_file_synced(file.partial_path(), machine_profile_json(measured));
+  file.commit();
+  log << "wrote " << f.calibrate << ": " << measured.kernels.size()
+      << " kernels fitted; collectives " << duration(measured.intra_node_latency) << " + "
+      << measured.intra_node_bandwidth / 1e9 << " GB/s\n\n";
+  return measured;
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app, const Registries& registries) {
@@ -187,6 +219,16 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
                       " (published figures and stated efficiencies; cpu: this machine's cores "
                       "on the local backend, measured; docs/planner.md)")
       ->capture_default_str();
+  cmd->add_option("--machine-file", f->machine_file,
+                  "a machine profile (JSON) that --calibrate wrote, in place of --machine");
+  cmd->add_option("--calibrate", f->calibrate,
+                  "first measure this machine's kernels (single-rank steps of a few shapes) and "
+                  "the local backend's collectives, write the profile to this file, and plan "
+                  "with it");
+  cmd->add_option("--threads", f->threads,
+                  "CPU threads per rank while calibrating (default: this machine's CPUs split "
+                  "among --world ranks)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--gpus-per-node", f->devices_per_node,
                   "devices per node, ranks numbered tp fastest (default: the machine's)")
       ->check(CLI::PositiveNumber);
@@ -207,7 +249,8 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
     const std::vector<ReplayedRank> ranks = replay_ranks(*c.model, layout, plan_workload(c));
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    MachineProfile machine = machine_preset(f->machine);
+    // Under --json, stdout holds the JSON alone.
+    MachineProfile machine = machine_of(*f, f->json ? std::cerr : std::cout);
     if (f->devices_per_node > 0) machine.devices_per_node = f->devices_per_node;
     if (f->device_memory_gib > 0) machine.device_memory = f->device_memory_gib * kGiB;
     const Prediction predicted = predict(c, layout, plan_workload(c), ranks, machine);

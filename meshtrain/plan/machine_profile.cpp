@@ -1,6 +1,7 @@
 #include "meshtrain/plan/machine_profile.h"
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "meshtrain/core/error.h"
 
@@ -42,7 +43,8 @@ std::vector<MachineProfile> presets() {
        .intra_node_latency = 50 * kUs,
        .inter_node_latency = 50 * kUs,
        .devices_per_node = 1 << 20,  // every rank in this process
-       .device_memory = 24 * kGB},
+       .device_memory = 24 * kGB,
+       .comm_overlap = 0},
   };
 }
 
@@ -80,6 +82,82 @@ void MachineProfile::check() const {
              " must be non-negative, got ", value);
   MT_CHECK(gemm_efficiency <= 1, "machine '", name, "': gemm_efficiency is a share of the peak, ",
            "at most 1, got ", gemm_efficiency);
+  MT_CHECK(comm_overlap >= 0 && comm_overlap <= 1, "machine '", name,
+           "': comm_overlap is a share, from 0 to 1, got ", comm_overlap);
+  for (const auto& [op, fit] : kernels)
+    MT_CHECK(std::isfinite(fit.per_call) && fit.per_call >= 0 && std::isfinite(fit.per_unit) &&
+                 fit.per_unit >= 0,
+             "machine '", name, "': the fit of kernel '", op,
+             "' must be non-negative, got per_call ", fit.per_call, ", per_unit ", fit.per_unit);
+}
+
+std::string machine_profile_json(const MachineProfile& p) {
+  nlohmann::ordered_json kernels = nlohmann::ordered_json::object();
+  for (const auto& [op, fit] : p.kernels)
+    kernels[op] = {{"per_call", fit.per_call}, {"per_unit", fit.per_unit}};
+  const nlohmann::ordered_json json = {{"name", p.name},
+                                       {"dense_peak_flops_f32", p.dense_peak_flops_f32},
+                                       {"dense_peak_flops_bf16", p.dense_peak_flops_bf16},
+                                       {"gemm_efficiency", p.gemm_efficiency},
+                                       {"memory_bandwidth", p.memory_bandwidth},
+                                       {"intra_node_bandwidth", p.intra_node_bandwidth},
+                                       {"inter_node_bandwidth", p.inter_node_bandwidth},
+                                       {"intra_node_latency", p.intra_node_latency},
+                                       {"inter_node_latency", p.inter_node_latency},
+                                       {"devices_per_node", p.devices_per_node},
+                                       {"device_memory", p.device_memory},
+                                       {"comm_overlap", p.comm_overlap},
+                                       {"kernels", kernels}};
+  return json.dump(1) + "\n";
+}
+
+MachineProfile parse_machine_profile(const std::string& text, const std::string& origin) {
+  const nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  MT_CHECK(json.is_object(), origin,
+           ": a machine profile is a JSON object (meshtrain plan "
+           "--calibrate writes one)");
+  const auto field = [&](const char* key) -> const nlohmann::json& {
+    const auto it = json.find(key);
+    MT_CHECK(it != json.end(), origin, ": the machine profile has no '", key, "'");
+    return *it;
+  };
+  const auto number = [&](const char* key) {
+    const nlohmann::json& value = field(key);
+    MT_CHECK(value.is_number(), origin, ": '", key, "' must be a number, got ", value.dump());
+    return value.get<double>();
+  };
+  MachineProfile p;
+  MT_CHECK(field("name").is_string(), origin, ": 'name' must be a string");
+  p.name = field("name").get<std::string>();
+  p.dense_peak_flops_f32 = number("dense_peak_flops_f32");
+  p.dense_peak_flops_bf16 = number("dense_peak_flops_bf16");
+  p.gemm_efficiency = number("gemm_efficiency");
+  p.memory_bandwidth = number("memory_bandwidth");
+  p.intra_node_bandwidth = number("intra_node_bandwidth");
+  p.inter_node_bandwidth = number("inter_node_bandwidth");
+  p.intra_node_latency = number("intra_node_latency");
+  p.inter_node_latency = number("inter_node_latency");
+  const double per_node = number("devices_per_node");
+  MT_CHECK(per_node >= 1 && per_node <= (1 << 30) && per_node == std::floor(per_node), origin,
+           ": 'devices_per_node' must be a whole number >= 1, got ", per_node);
+  p.devices_per_node = static_cast<int>(per_node);
+  p.device_memory = number("device_memory");
+  p.comm_overlap = number("comm_overlap");
+  const nlohmann::json& kernels = field("kernels");
+  MT_CHECK(kernels.is_object(), origin, ": 'kernels' must map op names to fits");
+  for (const auto& [op, fit] : kernels.items()) {
+    MT_CHECK(fit.is_object() && fit.contains("per_call") && fit.contains("per_unit") &&
+                 fit["per_call"].is_number() && fit["per_unit"].is_number(),
+             origin, ": kernel '", op, "' must be {\"per_call\": s, \"per_unit\": s}, got ",
+             fit.dump());
+    p.kernels[op] = {fit["per_call"].get<double>(), fit["per_unit"].get<double>()};
+  }
+  try {
+    p.check();
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(detail::concat(origin, ": ", e.what()));
+  }
+  return p;
 }
 
 MachineProfile machine_preset(std::string_view name) {

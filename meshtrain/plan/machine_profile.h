@@ -15,9 +15,12 @@
 //   cpu       one core of this machine per rank on the local backend, measured in
 //             docs/benchmarks.md (2026-12): f32 GEMMs at 90 GFLOP/s and bf16 at 170 (their GEMM
 //             libraries' own peak: efficiency 1), 13.4 GB/s memcpy, collectives at 4.7 GB/s bus
-//             bandwidth, 50 us per call, one node.
+//             bandwidth, 50 us per call, one node, no overlap of collectives and compute.
+// A calibrated profile (meshtrain plan --calibrate FILE, calibrate.h) measures this machine
+// instead; --machine-file reads it.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +28,13 @@
 #include "meshtrain/core/dtype.h"
 
 namespace meshtrain {
+
+// One kernel's measured cost (calibrate.h): per call, and per unit of its work (a FLOP, or a
+// byte for a kernel without products).
+struct KernelFit {
+  double per_call = 0;  // seconds
+  double per_unit = 0;  // seconds
+};
 
 struct MachineProfile {
   std::string name;
@@ -38,12 +48,23 @@ struct MachineProfile {
   double inter_node_latency = 0;     // ... across nodes
   int devices_per_node = 1;
   double device_memory = 0;  // bytes
+  // The share of the data axes' communication that compute can hide: 1 where collectives run
+  // beside the kernels (NCCL on its own stream), 0 where they take the kernels' cores (the local
+  // backend with a core per rank).
+  double comm_overlap = 1;
+  // Measured kernels by op name (a calibrated profile), in place of the roofline.
+  std::map<std::string, KernelFit, std::less<>> kernels;
 
   double dense_peak_flops(DType dtype) const;  // InvalidArgument for a dtype without one
   double gemm_flops(DType dtype) const;        // dense_peak_flops x gemm_efficiency
   // InvalidArgument naming the first figure that is not positive (and finite).
   void check() const;
 };
+
+// A profile as JSON text (every figure, the kernel fits by op), and back. InvalidArgument naming
+// `origin` and the field for text that is not one.
+std::string machine_profile_json(const MachineProfile& profile);
+MachineProfile parse_machine_profile(const std::string& json, const std::string& origin);
 
 // "h100-sxm", "h200", "a100-80g", "cpu"; InvalidArgument listing them for another name.
 MachineProfile machine_preset(std::string_view name);

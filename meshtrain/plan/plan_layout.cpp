@@ -1,5 +1,7 @@
 #include "meshtrain/plan/plan_layout.h"
 
+#include <memory>
+
 #include "meshtrain/core/error.h"
 #include "meshtrain/mesh/axis_names.h"
 #include "meshtrain/plugins/builtin_strategies.h"
@@ -73,6 +75,30 @@ void Workload::check(const PlanLayout& layout) const {
 int64_t Workload::micro_batch_rows(const PlanLayout& layout) const {
   check(layout);
   return batch / layout.mesh.span_size(mesh_axis::dp) / micro_batches;
+}
+
+std::vector<MicroBatch> Workload::micro_batches_of(const TokenBatch& batch) const {
+  const int64_t rows = batch.tokens.shape()[0] / micro_batches;
+  std::vector<MicroBatch> out(static_cast<size_t>(micro_batches));
+  for (int k = 0; k < micro_batches; ++k) {
+    out[k].tokens = batch.tokens.rows(k * rows, rows);
+    out[k].targets = batch.targets.rows(k * rows, rows);
+  }
+  return out;
+}
+
+ParallelPlan strategies_of(const PlanLayout& layout) {
+  ParallelPlan plan;
+  for (auto& [plugin, axes] : plugin_axes(layout.mesh)) {
+    std::unique_ptr<Strategy> strategy;
+    if (plugin == "pp") strategy = std::make_unique<PpStrategy>(layout.pp);
+    if (plugin == "fsdp") strategy = std::make_unique<FsdpStrategy>(layout.fsdp);
+    if (plugin == "tp") strategy = std::make_unique<TpStrategy>(layout.tp);
+    MT_CHECK(strategy != nullptr, "the planner knows the built-in plugins; '", plugin,
+             "' serves an axis of ", layout.mesh.to_string());
+    plan.add(std::move(strategy), std::move(axes));
+  }
+  return plan;
 }
 
 PlanLayout plan_layout(const TrainConfig& config) {

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "meshtrain/mesh/mesh_layout.h"
+#include "meshtrain/models/token_batches.h"
+#include "meshtrain/parallel/parallel_plan.h"
 #include "meshtrain/plugins/fsdp/fsdp_options.h"
 #include "meshtrain/plugins/pp/pp_strategy.h"
 #include "meshtrain/plugins/tp/tp_strategy.h"
@@ -52,7 +54,13 @@ struct Workload {
   void check(const PlanLayout& layout) const;
   // The sequences of one micro-batch on one data rank.
   int64_t micro_batch_rows(const PlanLayout& layout) const;
+  // A data rank's batch split as the trainer splits it: micro_batches views of its rows, so the
+  // batch is held until the step ends.
+  std::vector<MicroBatch> micro_batches_of(const TokenBatch& batch) const;
 };
+
+// The layout's strategies bound to their axes, as bind_strategies binds a run's (plugin_axes).
+ParallelPlan strategies_of(const PlanLayout& layout);
 
 // The layout a run of `config` trains with: its mesh and the options of the strategies the run
 // binds (bind_strategies), so that every default is the run's. InvalidArgument when an axis is

@@ -14,44 +14,11 @@
 #include "meshtrain/parallel/parallel_plan.h"
 #include "meshtrain/plan/model_state.h"
 #include "meshtrain/plan/shape_communicator.h"
-#include "meshtrain/plugins/builtin_strategies.h"
-#include "meshtrain/plugins/fsdp/fsdp_strategy.h"
 #include "meshtrain/plugins/pp/schedule_generators.h"
 
 namespace meshtrain {
 
 namespace {
-
-// The layout's strategies bound to their axes, as bind_strategies binds a run's.
-ParallelPlan strategies_of(const PlanLayout& layout) {
-  ParallelPlan plan;
-  for (auto& [plugin, axes] : plugin_axes(layout.mesh)) {
-    std::unique_ptr<Strategy> strategy;
-    if (plugin == "pp") strategy = std::make_unique<PpStrategy>(layout.pp);
-    if (plugin == "fsdp") strategy = std::make_unique<FsdpStrategy>(layout.fsdp);
-    if (plugin == "tp") strategy = std::make_unique<TpStrategy>(layout.tp);
-    MT_CHECK(strategy != nullptr, "the planner knows the built-in plugins; '", plugin,
-             "' serves an axis of ", layout.mesh.to_string());
-    plan.add(std::move(strategy), std::move(axes));
-  }
-  return plan;
-}
-
-// The micro-batches as the trainer splits its token batch: views of its rows, so the batch is
-// held until the step ends.
-std::vector<MicroBatch> micro_batches(const Workload& workload, const DeviceMesh& mesh) {
-  const TokenBatch batch =
-      TokenBatches::shape_only(workload.batch, workload.seq, mesh.axis_size(mesh_axis::dp),
-                               mesh.axis_rank(mesh_axis::dp))
-          .batch(0);
-  const int64_t rows = batch.tokens.shape()[0] / workload.micro_batches;
-  std::vector<MicroBatch> out(static_cast<size_t>(workload.micro_batches));
-  for (int k = 0; k < workload.micro_batches; ++k) {
-    out[k].tokens = batch.tokens.rows(k * rows, rows);
-    out[k].targets = batch.targets.rows(k * rows, rows);
-  }
-  return out;
-}
 
 // One rank's step alone, on shape-only tensors and groups, as Trainer builds and steps it.
 ReplayedRank replay(const ModelSpec& spec, const PlanLayout& layout, const Workload& workload,
@@ -85,7 +52,11 @@ ReplayedRank replay(const ModelSpec& spec, const PlanLayout& layout, const Workl
   out.calls = calls_by_group();
   {
     const ops::OpCountScope counting(&out.kernels);
-    std::vector<MicroBatch> mbs = micro_batches(workload, mesh);  // the step's, freed with it
+    // The step's micro-batches, views of its batch, freed with it.
+    std::vector<MicroBatch> mbs = workload.micro_batches_of(
+        TokenBatches::shape_only(workload.batch, workload.seq, mesh.axis_size(mesh_axis::dp),
+                                 mesh.axis_rank(mesh_axis::dp))
+            .batch(0));
     parallel.runner->forward_backward(mbs, static_cast<double>(workload.batch * workload.seq));
     optimizer.step(parallel.state->optimizer_slots(), /*lr=*/0.f);
     parallel.state->zero_grad();

@@ -11,12 +11,19 @@ namespace meshtrain {
 
 namespace {
 
+// A measured kernel by its fit, any other at its roofline.
 double kernel_seconds(const ops::OpCounts::ByOp& by_op, DType dtype,
                       const MachineProfile& machine) {
   double seconds = 0;
-  for (const auto& [op, work] : by_op)
-    seconds +=
-        std::max(work.flops / machine.gemm_flops(dtype), work.bytes / machine.memory_bandwidth);
+  for (const auto& [op, work] : by_op) {
+    const auto fit = machine.kernels.find(op);
+    if (fit != machine.kernels.end())
+      seconds += fit->second.per_call * static_cast<double>(work.calls) +
+                 fit->second.per_unit * kernel_work(work);
+    else
+      seconds +=
+          std::max(work.flops / machine.gemm_flops(dtype), work.bytes / machine.memory_bandwidth);
+  }
   return seconds;
 }
 
@@ -62,7 +69,8 @@ RankTerms terms_of(const MeshLayout& mesh, int rank, const ReplayedRank& replaye
       comm_seconds(mesh, rank, replayed, machine);
   double data = 0;
   for (const auto& [group, seconds] : comm) (is_data_axis(group) ? data : t.serial_comm) += seconds;
-  const double hidden_share = data > 0 ? std::min(1.0, t.kernels / data) : 0.0;
+  const double hidden_share =
+      data > 0 ? std::min(1.0, machine.comm_overlap * t.kernels / data) : 0.0;
   for (const auto& [group, seconds] : comm)
     t.time.exposed_comm.emplace_back(group,
                                      is_data_axis(group) ? seconds * (1 - hidden_share) : seconds);
@@ -71,6 +79,8 @@ RankTerms terms_of(const MeshLayout& mesh, int rank, const ReplayedRank& replaye
 }
 
 }  // namespace
+
+double kernel_work(const ops::OpWork& work) { return work.flops > 0 ? work.flops : work.bytes; }
 
 DType compute_dtype(const PlanLayout& layout) {
   return layout.data_parallel() ? layout.fsdp.param_dtype : DType::f32;

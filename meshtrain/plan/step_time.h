@@ -3,15 +3,17 @@
 // machine profile (machine_profile.h). Its terms:
 //
 //   kernels   each op's work at the machine's rate: max(FLOPs / GEMM rate of the compute dtype,
-//             bytes / memory bandwidth), a roofline per op. The compute dtype is FSDP's
-//             param_dtype (f32 without a data axis).
+//             bytes / memory bandwidth), a roofline per op (the compute dtype is FSDP's
+//             param_dtype, f32 without a data axis); or, for an op a calibrated profile measured,
+//             its fit: per_call x calls + per_unit x work (kernel_work).
 //   comm      per group: bytes sent / the link's bandwidth + calls x its latency. A group whose
 //             ranks share a node (ranks are numbered tp fastest, devices_per_node to a node)
 //             uses the intra-node link, any other the inter-node one.
 //   exposed   tp and pp: all of it (TP's collectives sit between a layer's GEMMs; a stage's
 //             transfers are counted as if serial). The data axes' (FSDP's gathers and
-//             reductions): what the rank's compute cannot hide, max(0, comm - compute),
-//             prefetch and asynchronous reductions overlapping the rest.
+//             reductions): what the rank's compute cannot hide, max(0, comm - overlap x
+//             compute), prefetch and asynchronous reductions overlapping the rest where the
+//             machine runs collectives beside the kernels (MachineProfile::comm_overlap).
 //   pipeline  the schedule simulated (schedule_sim.h) with each computation's own cost: its
 //             kernels (the replay counts each as a section "1F3") stretched by the rank's
 //             exposed tp and pp share. The bubble of a rank is the makespan less its busy time.
@@ -47,6 +49,9 @@ struct StepTimePrediction {
   int slowest = 0;  // that rank
   std::vector<RankStepTime> ranks;
 };
+
+// What a kernel's time grows with: its FLOPs, or its bytes when it has no products.
+double kernel_work(const ops::OpWork& work);
 
 // The dtype the layout's matrix products run in: FSDP's param_dtype, f32 without a data axis.
 DType compute_dtype(const PlanLayout& layout);

@@ -1,17 +1,17 @@
 // The meshtrain binary: bad flags exit non-zero with a message on stderr; prepare writes a token
 // file; a short train run writes its metrics.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
+#include "meshtrain/checkpoint/durable_files.h"
 #include "meshtrain/models/safetensors.h"
 #include "meshtrain/models/token_file.h"
 #include "tests/apps/apps_test_support.h"
@@ -500,6 +500,32 @@ TEST_F(Cli, DryRunPrintsMemoryAndTrafficPerRank) {
   EXPECT_THAT(r.err, HasSubstr("drop --save"));
 }
 
+// plan --calibrate measures this machine into a profile and plans with it; --machine-file plans
+// with it again, to the same figures.
+TEST_F(Cli, PlanCalibratesThisMachineIntoAProfileItReads) {
+  const std::string profile = dir_.file("machine.json");
+  const std::string layout =
+      " --model llama-tiny --seq 16 --world 2 --mesh tp=2 --threads 1 --json";
+  const CliResult calibrated = run_cli(dir_, "plan" + layout + " --calibrate '" + profile + "'");
+  ASSERT_EQ(calibrated.exit_code, 0) << calibrated.err;
+  EXPECT_THAT(calibrated.err, HasSubstr("calibrating: kernels of single-rank steps"));
+  EXPECT_THAT(calibrated.err, HasSubstr("kernels fitted"));
+  const nlohmann::json planned = nlohmann::json::parse(calibrated.out);
+  EXPECT_EQ(planned["machine"], "calibrated (1 thread per rank)");
+  EXPECT_GT(planned["step_seconds"].get<double>(), 0.0);
+
+  const CliResult again = run_cli(dir_, "plan" + layout + " --machine-file '" + profile + "'");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["step_seconds"], planned["step_seconds"]);
+  const nlohmann::json written = nlohmann::json::parse(read_small_file(profile));
+  EXPECT_GT(written["kernels"]["linear_forward"]["per_unit"].get<double>(), 0.0);
+
+  const CliResult both = run_cli(
+      dir_, "plan" + layout + " --machine-file '" + profile + "' --calibrate '" + profile + "'");
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_THAT(both.err, HasSubstr("not both"));
+}
+
 // meshtrain plan replays each rank alone: without a pipeline its tables are the dry run's line for
 // line; it answers for thousands of ranks, checks a device's capacity, prints JSON for scripts,
 // and refuses bad layouts by flag.
@@ -565,6 +591,10 @@ TEST_F(Cli, PlanPrintsTheDryRunsTablesForAnyWorld) {
   r = run_cli(dir_, "plan" + layout + " --machine tpu");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("unknown machine 'tpu'; the presets are h100-sxm"));
+
+  r = run_cli(dir_, "plan" + layout + " --machine-file '" + dir_.file("missing.json") + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("missing.json"));
 
   r = run_cli(dir_, "plan --model llama-tiny --seq 16 --world 3 --mesh dp_shard=2");
   EXPECT_NE(r.exit_code, 0);

@@ -1,0 +1,51 @@
+// Measuring this machine for the step-time model (meshtrain plan --calibrate, docs/planner.md):
+// the kernels as the code calls them, and the local backend's collectives.
+//
+// Kernels: single-rank training steps of a few model shapes run on this machine's CPU with the
+// threads a rank gets, each kernel's calls timed (their trace spans) beside their counted work
+// (ops::OpCounts: FLOPs, or bytes for kernels without products). Each op then gets the
+// least-squares fit seconds = per_call x calls + per_unit x work over the shapes: the fixed cost
+// of a call (dispatch, threads waking, small shapes' poor blocking) and the rate at which its work
+// goes. The fits replace the roofline for the ops they cover (MachineProfile::kernels).
+//
+// Collectives: all-gathers of a range of sizes over local ranks, each a thread with that many
+// threads, fitted as latency + bytes sent / bandwidth (the alpha-beta model).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "meshtrain/models/model_spec.h"
+#include "meshtrain/plan/machine_profile.h"
+#include "meshtrain/plan/plan_layout.h"
+
+namespace meshtrain {
+
+// One op's calls in one measured step (or several steps of one shape, summed).
+struct KernelSample {
+  int64_t calls = 0;
+  double work = 0;  // FLOPs, or bytes for an op without products
+  double seconds = 0;
+};
+
+// Non-negative least squares of seconds = per_call x calls + per_unit x work. InvalidArgument
+// without samples.
+KernelFit fit_kernel(const std::vector<KernelSample>& samples);
+
+// Each op's sample from `steps` timed steps (after one untimed) of `model` on one rank of this
+// machine's CPU, with the threads the caller has (ops::cpu::cpu_threads).
+std::map<std::string, KernelSample> measure_kernels(const ModelSpec& model,
+                                                    const Workload& workload, int steps);
+
+struct CalibrationOptions {
+  int ranks = 2;             // local ranks the collectives run over
+  int threads_per_rank = 1;  // as a run with --threads gives each rank
+  int steps = 3;             // timed steps per model shape
+};
+
+// A profile named "calibrated" that starts from the cpu preset and replaces its kernel and
+// collective figures with this machine's, measured as above.
+MachineProfile calibrate_this_machine(const CalibrationOptions& options);
+
+}  // namespace meshtrain

@@ -1,0 +1,79 @@
+// Calibration (meshtrain/plan/calibrate.h): the fit recovers a kernel's cost exactly from
+// samples of it and stays non-negative; the measured steps call the kernels the replay counts;
+// a profile survives its JSON and bad ones are refused by name.
+#include "meshtrain/plan/calibrate.h"
+
+#include <gtest/gtest.h>
+
+#include "meshtrain/core/error.h"
+#include "meshtrain/models/gpt2_family.h"
+#include "meshtrain/plan/rank_replay.h"
+#include "tests/support/error_message.h"
+#include "tests/support/training_runs.h"
+
+namespace meshtrain::testing {
+namespace {
+
+TEST(FitKernel, RecoversACostPerCallAndPerUnit) {
+  const double per_call = 2e-6, per_unit = 3e-11;
+  std::vector<KernelSample> samples;
+  for (const auto& [calls, work] : {std::pair{10, 1e8}, {40, 2e8}, {25, 9e8}})
+    samples.push_back({calls, work, per_call * calls + per_unit * work});
+  const KernelFit fit = fit_kernel(samples);
+  EXPECT_NEAR(fit.per_call, per_call, 1e-12);
+  EXPECT_NEAR(fit.per_unit, per_unit, 1e-17);
+}
+
+TEST(FitKernel, StaysNonNegative) {
+  // Time falling with calls at equal work: the unconstrained fit's per-call cost is negative.
+  const KernelFit fit = fit_kernel({{10, 1e8, 0.5}, {20, 2e8, 0.6}, {40, 2e8, 0.4}});
+  EXPECT_GE(fit.per_call, 0.0);
+  EXPECT_GE(fit.per_unit, 0.0);
+  // One shape alone: a line through the origin.
+  const KernelFit one = fit_kernel({{4, 1e6, 2e-3}});
+  EXPECT_NEAR(one.per_call * 4 + one.per_unit * 1e6, 2e-3, 1e-12);
+  expect_error<InvalidArgument>([] { fit_kernel({}); }, "no samples");
+}
+
+// The measured steps call what the replay counts of one step, step by step.
+TEST(MeasureKernels, TimesTheKernelsTheReplayCounts) {
+  const ModelSpecPtr gpt2 = gpt2_model(uneven_model());
+  const Workload workload{.batch = 4, .seq = 13, .micro_batches = 2};
+  const std::map<std::string, KernelSample> measured = measure_kernels(*gpt2, workload, 2);
+  const PlanLayout single{.mesh = parse_mesh_spec("dp_shard=1")};
+  const ops::OpCounts::ByOp counted = replay_ranks(*gpt2, single, workload).front().kernels.by_op();
+  ASSERT_EQ(measured.size(), counted.size());
+  for (const auto& [op, work] : counted) {
+    const KernelSample& sample = measured.at(op);
+    EXPECT_EQ(sample.calls, 2 * work.calls) << op;
+    EXPECT_DOUBLE_EQ(sample.work, 2 * (work.flops > 0 ? work.flops : work.bytes)) << op;
+    EXPECT_GT(sample.seconds, 0.0) << op;
+  }
+}
+
+TEST(MachineProfiles, SurviveTheirJson) {
+  MachineProfile p = machine_preset("cpu");
+  p.kernels["matmul"] = {1.5e-6, 1.25e-11};
+  p.kernels["add"] = {0, 2e-10};
+  const MachineProfile back = parse_machine_profile(machine_profile_json(p), "p.json");
+  EXPECT_EQ(back.name, "cpu");
+  EXPECT_EQ(back.devices_per_node, p.devices_per_node);
+  EXPECT_DOUBLE_EQ(back.intra_node_bandwidth, p.intra_node_bandwidth);
+  EXPECT_DOUBLE_EQ(back.comm_overlap, 0.0);
+  ASSERT_EQ(back.kernels.size(), 2u);
+  EXPECT_DOUBLE_EQ(back.kernels.at("matmul").per_unit, 1.25e-11);
+
+  expect_error<InvalidArgument>([] { parse_machine_profile("[1, 2]", "p.json"); },
+                                "p.json: a machine profile is a JSON object");
+  std::string json = machine_profile_json(p);
+  json.replace(json.find("\"comm_overlap\": 0"), 17, "\"comm_overlap\": 2");
+  expect_error<InvalidArgument>([&] { parse_machine_profile(json, "p.json"); },
+                                "p.json: machine 'cpu': comm_overlap is a share");
+  json = machine_profile_json(p);
+  json.replace(json.find("\"kernels\""), 9, "\"kernel\"");
+  expect_error<InvalidArgument>([&] { parse_machine_profile(json, "p.json"); },
+                                "the machine profile has no 'kernels'");
+}
+
+}  // namespace
+}  // namespace meshtrain::testing
