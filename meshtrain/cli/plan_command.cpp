@@ -6,12 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "meshtrain/checkpoint/durable_files.h"
 #include "meshtrain/cli/commands.h"
+#include "meshtrain/cli/machine_flags.h"
 #include "meshtrain/cli/run_flags.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/ops/cpu/cpu_threads.h"
-#include "meshtrain/plan/calibrate.h"
 #include "meshtrain/plan/machine_profile.h"
 #include "meshtrain/plan/rank_replay.h"
 #include "meshtrain/plan/step_time.h"
@@ -23,12 +22,8 @@ namespace meshtrain {
 namespace {
 
 struct PlanFlags : RunFlags {
-  std::string machine = "h100-sxm";
-  std::string machine_file;      // a calibrated profile, in place of --machine
-  std::string calibrate;         // measure this machine into this file first
-  int threads = 0;               // CPU threads per rank while calibrating (0: the CPUs per rank)
-  int devices_per_node = 0;      // 0: the machine's
-  double device_memory_gib = 0;  // 0: the machine's
+  std::shared_ptr<MachineFlags> machine = std::make_shared<MachineFlags>();
+  int threads = 0;  // CPU threads per rank while calibrating (0: the CPUs per rank)
   bool json = false;
 };
 
@@ -114,30 +109,19 @@ void print_plan_json(const TrainConfig& config, const PlanLayout& layout,
   out << plan.dump(1) << "\n";
 }
 
-// "1.234 s", "12.3 ms", "45 us": three figures for steps of any size.
-std::string duration(double seconds) {
-  char text[32];
-  if (seconds >= 1)
-    std::snprintf(text, sizeof text, "%.3f s", seconds);
-  else if (seconds >= 1e-3)
-    std::snprintf(text, sizeof text, "%.3g ms", seconds * 1e3);
-  else
-    std::snprintf(text, sizeof text, "%.3g us", seconds * 1e6);
-  return text;
-}
-
 // The predicted step of the slowest rank, its terms, and the throughput they give.
 void print_step_time(const Prediction& p, size_t ranks, std::ostream& out) {
   const RankStepTime& slowest = p.time.ranks[p.time.slowest];
-  out << "\nstep time on " << p.machine.name << " (predicted: docs/planner.md): "
-      << duration(p.time.step) << "\n";
+  out << "\nstep time on " << p.machine.name
+      << " (predicted: docs/planner.md): " << duration_text(p.time.step) << "\n";
   std::string exposed;
   for (const auto& [group, seconds] : slowest.exposed_comm)
-    if (seconds > 0) exposed += (exposed.empty() ? " (" : ", ") + group + " " + duration(seconds);
-  out << "  rank " << p.time.slowest << " (the slowest): compute " << duration(slowest.compute)
-      << ", exposed communication " << duration(slowest.total_exposed_comm())
+    if (seconds > 0)
+      exposed += (exposed.empty() ? " (" : ", ") + group + " " + duration_text(seconds);
+  out << "  rank " << p.time.slowest << " (the slowest): compute " << duration_text(slowest.compute)
+      << ", exposed communication " << duration_text(slowest.total_exposed_comm())
       << (exposed.empty() ? "" : exposed + ")") << ", pipeline bubble "
-      << duration(slowest.bubble) << "\n";
+      << duration_text(slowest.bubble) << "\n";
   char line[160];
   std::snprintf(line, sizeof line, "  %.0f tokens/s, %.1f per device; MFU %.1f%%\n", p.tokens_per_s,
                 p.tokens_per_s / static_cast<double>(ranks), 100 * p.mfu);
@@ -173,32 +157,6 @@ void print_plan(const TrainConfig& config, const PlanLayout& layout,
   print_step_time(predicted, ranks.size(), out);
 }
 
-// The profile the plan predicts on: measured now (--calibrate, saying so on `log`), read
-// (--machine-file), or a preset.
-MachineProfile machine_of(const PlanFlags& f, std::ostream& log) {
-  MT_CHECK(f.calibrate.empty() || f.machine_file.empty(),
-           "--calibrate writes a profile and plans with it; give it or --machine-file, not both");
-  if (!f.machine_file.empty())
-    return parse_machine_profile(read_small_file(f.machine_file), f.machine_file);
-  if (f.calibrate.empty()) return machine_preset(f.machine);
-  check_regular_output(f.calibrate, "--calibrate");
-  const int world = std::max(2, f.config.world);
-  const CalibrationOptions options{
-      .ranks = world,
-      .threads_per_rank =
-          f.threads > 0 ? f.threads : std::max(1, ops::cpu::available_cpus() / world)};
-  log << "calibrating: kernels of single-rank steps with " << options.threads_per_rank
-      << " thread(s), all-gathers over " << options.ranks << " local ranks ..." << std::endl;
-  const MachineProfile measured = calibrate_this_machine(options);
-  AtomicFile file(f.calibrate);  // whole or not at all
-  write_file_synced(file.partial_path(), machine_profile_json(measured));
-  file.commit();
-  log << "wrote " << f.calibrate << ": " << measured.kernels.size()
-      << " kernels fitted; collectives " << duration(measured.intra_node_latency) << " + "
-      << measured.intra_node_bandwidth / 1e9 << " GB/s\n\n";
-  return measured;
-}
-
 }  // namespace
 
 void add_plan_command(CLI::App& app, const Registries& registries) {
@@ -211,30 +169,10 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
   add_model_choice_flags(cmd, f, registries.models);
   add_workload_flags(cmd, f);
   add_layout_flags(cmd, f, registries);
-  std::string presets;
-  for (const std::string& name : machine_preset_names())
-    presets += (presets.empty() ? "" : ", ") + name;
-  cmd->add_option("--machine", f->machine,
-                  "the devices the step time is predicted on: " + presets +
-                      " (published figures and stated efficiencies; cpu: this machine's cores "
-                      "on the local backend, measured; docs/planner.md)")
-      ->capture_default_str();
-  cmd->add_option("--machine-file", f->machine_file,
-                  "a machine profile (JSON) that --calibrate wrote, in place of --machine");
-  cmd->add_option("--calibrate", f->calibrate,
-                  "first measure this machine's kernels (single-rank steps of a few shapes) and "
-                  "the local backend's collectives, write the profile to this file, and plan "
-                  "with it");
+  add_machine_flags(cmd, f->machine, "h100-sxm");
   cmd->add_option("--threads", f->threads,
                   "CPU threads per rank while calibrating (default: this machine's CPUs split "
                   "among --world ranks)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--gpus-per-node", f->devices_per_node,
-                  "devices per node, ranks numbered tp fastest (default: the machine's)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--device-memory", f->device_memory_gib,
-                  "GiB each device holds, to say whether the largest peak fits (default: the "
-                  "machine's)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", f->json,
                 "print the plan as JSON instead of tables: the model, layout and workload, and "
@@ -250,9 +188,10 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // Under --json, stdout holds the JSON alone.
-    MachineProfile machine = machine_of(*f, f->json ? std::cerr : std::cout);
-    if (f->devices_per_node > 0) machine.devices_per_node = f->devices_per_node;
-    if (f->device_memory_gib > 0) machine.device_memory = f->device_memory_gib * kGiB;
+    const int threads =
+        f->threads > 0 ? f->threads : std::max(1, ops::cpu::available_cpus() / c.world);
+    MachineProfile machine =
+        machine_of(*f->machine, c.world, threads, f->json ? std::cerr : std::cout);
     const Prediction predicted = predict(c, layout, plan_workload(c), ranks, machine);
     if (f->json)
       print_plan_json(c, layout, ranks, predicted, std::cout);

@@ -1,0 +1,80 @@
+#include "meshtrain/cli/machine_flags.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ostream>
+
+#include "meshtrain/checkpoint/durable_files.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/plan/calibrate.h"
+
+namespace meshtrain {
+
+void add_machine_flags(CLI::App* cmd, const std::shared_ptr<MachineFlags>& f,
+                       const std::string& preset) {
+  f->machine = preset;
+  std::string presets;
+  for (const std::string& name : machine_preset_names())
+    presets += (presets.empty() ? "" : ", ") + name;
+  cmd->add_option("--machine", f->machine,
+                  "the devices the step time is predicted on: " + presets +
+                      " (published figures and stated efficiencies; cpu: this machine's cores "
+                      "on the local backend; docs/planner.md)")
+      ->capture_default_str();
+  cmd->add_option("--machine-file", f->machine_file,
+                  "a machine profile (JSON) that --calibrate wrote, in place of --machine");
+  cmd->add_option("--calibrate", f->calibrate,
+                  "first measure this machine's kernels (single-rank steps of a few shapes) and "
+                  "the local backend's collectives, write the profile to this file, and predict "
+                  "with it");
+  cmd->add_option("--gpus-per-node", f->devices_per_node,
+                  "devices per node, ranks numbered tp fastest (default: the machine's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--device-memory", f->device_memory_gib,
+                  "GiB each device holds, to say whether the largest peak fits (default: the "
+                  "machine's)")
+      ->check(CLI::PositiveNumber);
+}
+
+MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank,
+                          std::ostream& log) {
+  MT_CHECK(f.calibrate.empty() || f.machine_file.empty(),
+           "--calibrate writes a profile and predicts with it; give it or --machine-file, not "
+           "both");
+  MachineProfile profile;
+  if (!f.machine_file.empty()) {
+    profile = parse_machine_profile(read_small_file(f.machine_file), f.machine_file);
+  } else if (f.calibrate.empty()) {
+    profile = machine_preset(f.machine);
+  } else {
+    check_regular_output(f.calibrate, "--calibrate");
+    const CalibrationOptions options{.ranks = std::max(2, ranks),
+                                     .threads_per_rank = threads_per_rank};
+    log << "calibrating: kernels of single-rank steps with " << options.threads_per_rank
+        << " thread(s), all-gathers over " << options.ranks << " local ranks ..." << std::endl;
+    profile = calibrate_this_machine(options);
+    AtomicFile file(f.calibrate);  // whole or not at all
+    write_file_synced(file.partial_path(), machine_profile_json(profile));
+    file.commit();
+    log << "wrote " << f.calibrate << ": " << profile.kernels.size()
+        << " kernels fitted; collectives " << duration_text(profile.intra_node_latency) << " + "
+        << profile.intra_node_bandwidth / 1e9 << " GB/s\n\n";
+  }
+  if (f.devices_per_node > 0) profile.devices_per_node = f.devices_per_node;
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  if (f.device_memory_gib > 0) profile.device_memory = f.device_memory_gib * kGiB;
+  return profile;
+}
+
+std::string duration_text(double seconds) {
+  char text[32];
+  if (seconds >= 1)
+    std::snprintf(text, sizeof text, "%.3f s", seconds);
+  else if (seconds >= 1e-3)
+    std::snprintf(text, sizeof text, "%.3g ms", seconds * 1e3);
+  else
+    std::snprintf(text, sizeof text, "%.3g us", seconds * 1e6);
+  return text;
+}
+
+}  // namespace meshtrain

@@ -1,0 +1,37 @@
+// The flags that say which machine a prediction is for, which `meshtrain plan` and
+// `meshtrain sweep` share: a preset (--machine), a profile file (--machine-file), or this machine
+// measured now into a file (--calibrate), with --gpus-per-node and --device-memory overriding
+// the profile's figures.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <iosfwd>
+#include <memory>
+#include <string>
+
+#include "meshtrain/plan/machine_profile.h"
+
+namespace meshtrain {
+
+struct MachineFlags {
+  std::string machine;           // a preset
+  std::string machine_file;      // a profile, in place of the preset
+  std::string calibrate;         // measure this machine into this file first
+  int devices_per_node = 0;      // 0: the profile's
+  double device_memory_gib = 0;  // 0: the profile's
+};
+
+// --machine (default `preset`), --machine-file, --calibrate, --gpus-per-node, --device-memory.
+void add_machine_flags(CLI::App* cmd, const std::shared_ptr<MachineFlags>& f,
+                       const std::string& preset);
+
+// The profile the flags name. Calibrating measures this machine with `threads_per_rank` threads
+// per rank and collectives over `ranks` local ranks (at least 2), saying so on `log`, and writes
+// the profile to its file atomically.
+MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank,
+                          std::ostream& log);
+
+// "1.234 s", "12.3 ms", "45 us": three figures for durations of any size.
+std::string duration_text(double seconds);
+
+}  // namespace meshtrain
