@@ -26,6 +26,7 @@ int run_command_line(int argc, const char* const* argv, const Registries& regist
   add_info_command(app, registries);
   add_schedule_command(app);
   add_plan_command(app, registries);
+  add_sweep_command(app, registries);
   add_convert_command(app, registries);
   add_generate_command(app, registries);
   add_report_command(app);

@@ -39,6 +39,7 @@ void add_prepare_command(CLI::App& app);
 void add_info_command(CLI::App& app, const Registries& registries);
 void add_schedule_command(CLI::App& app);
 void add_plan_command(CLI::App& app, const Registries& registries);
+void add_sweep_command(CLI::App& app, const Registries& registries);
 void add_convert_command(CLI::App& app, const Registries& registries);
 void add_generate_command(CLI::App& app, const Registries& registries);
 void add_report_command(CLI::App& app);

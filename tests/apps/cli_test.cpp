@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -524,6 +526,40 @@ TEST_F(Cli, PlanCalibratesThisMachineIntoAProfileItReads) {
       dir_, "plan" + layout + " --machine-file '" + profile + "' --calibrate '" + profile + "'");
   EXPECT_NE(both.exit_code, 0);
   EXPECT_THAT(both.err, HasSubstr("not both"));
+}
+
+// meshtrain sweep trains every auto layout on 4 local ranks beside its prediction: memory and
+// traffic as predicted (the replay's), a step time for each, the table in CSV and JSON.
+TEST_F(Cli, SweepMeasuresEveryAutoLayoutAgainstThePlan) {
+  const std::string csv = dir_.file("sweep.csv"), json_path = dir_.file("sweep.json");
+  const CliResult r = run_cli(dir_, "sweep --model demo --data '" + tokens_ +
+                                        "' --world 4 --batch 8 --seq 16 --steps 3 --threads 1 "
+                                        "--csv '" +
+                                        csv + "' --json '" + json_path + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("on 4 local ranks, 1 thread(s) each"));
+  EXPECT_THAT(r.out, HasSubstr("predicted on cpu"));
+  EXPECT_THAT(r.out, HasSubstr("--mesh dp_replicate=2,dp_shard=2 --fsdp hybrid"));
+  EXPECT_THAT(r.out, HasSubstr("--pp-schedule zb-h1"));
+  EXPECT_THAT(r.out, HasSubstr("\nstep time: median |error| "));
+  const nlohmann::json json = nlohmann::json::parse(read_small_file(json_path));
+  ASSERT_EQ(json["layouts"].size(), 13u);
+  for (const nlohmann::json& row : json["layouts"]) {
+    EXPECT_GT(row["measured"]["step_s"].get<double>(), 0.0) << row["layout"];
+    EXPECT_GT(row["predicted"]["step_s"].get<double>(), 0.0) << row["layout"];
+    // What the replay counts exactly: bytes to the byte, and peaks within the staged sends a
+    // pipeline's replay leaves out.
+    EXPECT_EQ(row["measured"]["sent_bytes"], row["predicted"]["sent_bytes"]) << row["layout"];
+    EXPECT_LE(std::abs(row["peak_error"].get<double>()), 0.05) << row["layout"];
+  }
+  const std::string table = read_small_file(csv);
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 14);
+  EXPECT_EQ(table.rfind("layout,measured_step_s,predicted_step_s,step_error,", 0), 0u);
+
+  const CliResult bad = run_cli(
+      dir_, "sweep --model tiny --data '" + tokens_ + "' --world 3 --batch 6 --seq 16 --steps 3");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("an even world of at least 4 ranks, got 3"));
 }
 
 // meshtrain plan replays each rank alone: without a pipeline its tables are the dry run's line for

@@ -1,0 +1,202 @@
+// meshtrain sweep: layouts trained for a few steps on the local backend against the planner's
+// prediction of each (meshtrain/plan/sweep.h), as a table, CSV and JSON.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "meshtrain/checkpoint/durable_files.h"
+#include "meshtrain/cli/commands.h"
+#include "meshtrain/cli/machine_flags.h"
+#include "meshtrain/cli/run_flags.h"
+#include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/cpu/cpu_threads.h"
+#include "meshtrain/plan/sweep.h"
+
+namespace meshtrain {
+
+namespace {
+
+struct SweepFlags : RunFlags {
+  std::shared_ptr<MachineFlags> machine = std::make_shared<MachineFlags>();
+  std::string layouts = "auto";
+  std::string csv, json;
+};
+
+// The layouts to run, one set of train flags each: auto's, or a file's lines (blank lines and
+// lines starting with # skipped).
+std::vector<std::string> layout_lines(const std::string& layouts, int world) {
+  if (layouts == "auto") return auto_sweep_layouts(world);
+  std::istringstream text(read_small_file(layouts));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(text, line);) {
+    const size_t first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line[first] != '#') lines.push_back(line.substr(first));
+  }
+  MT_CHECK(!lines.empty(), "--layouts ", layouts, ": no layouts (one line of train flags each)");
+  return lines;
+}
+
+// The sweep's run flags with one layout's flags over them.
+TrainConfig layout_config(const SweepFlags& base, const std::string& line,
+                          const Registries& registries) {
+  auto flags = std::make_shared<RunFlags>(static_cast<const RunFlags&>(base));
+  CLI::App parser;
+  add_workload_flags(&parser, flags);
+  add_layout_flags(&parser, flags, registries);
+  try {
+    parser.parse(line, /*program_name_included=*/false);
+  } catch (const CLI::ParseError& e) {
+    throw InvalidArgument(detail::concat("layout '", line, "': ", e.what()));
+  }
+  apply_run_flags(*flags, registries);
+  return flags->config;
+}
+
+std::string percent(double error) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%+.1f%%", 100 * error);
+  return text;
+}
+
+void print_row(const SweepRow& row, std::ostream& out) {
+  char line[256];
+  constexpr double kMiB = 1024.0 * 1024.0;
+  std::snprintf(line, sizeof line, "  %-62s %9.2f %9.2f %8s %8.2f %8.2f %8s %8.3f %8.3f %8s\n",
+                row.layout.c_str(), 1e3 * row.measured.step_s, 1e3 * row.predicted.step_s,
+                percent(row.step_error()).c_str(), row.measured.peak / kMiB,
+                row.predicted.peak / kMiB, percent(row.peak_error()).c_str(),
+                row.measured.sent / kMiB, row.predicted.sent / kMiB,
+                percent(row.sent_error()).c_str());
+  out << line << std::flush;
+}
+
+void print_summary(const std::vector<SweepRow>& rows, std::ostream& out) {
+  std::vector<double> step_errors;
+  for (const SweepRow& r : rows) step_errors.push_back(std::abs(r.step_error()));
+  std::vector<double> sorted = step_errors;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted.size() % 2
+                            ? sorted[sorted.size() / 2]
+                            : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+  const size_t worst =
+      std::max_element(step_errors.begin(), step_errors.end()) - step_errors.begin();
+  double peak_worst = 0;
+  for (const SweepRow& r : rows) peak_worst = std::max(peak_worst, std::abs(r.peak_error()));
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "\nstep time: median |error| %.1f%%, largest %.1f%% (%s); peak memory: largest "
+                "|error| %.1f%%\n",
+                100 * median, 100 * step_errors[worst], rows[worst].layout.c_str(),
+                100 * peak_worst);
+  out << line;
+}
+
+// Writes `text` to `path` whole or not at all.
+void write_output(const std::string& path, const std::string& what, const std::string& text) {
+  check_regular_output(path, what);
+  AtomicFile file(path);
+  write_file_synced(file.partial_path(), text);
+  file.commit();
+}
+
+std::string rows_csv(const std::vector<SweepRow>& rows) {
+  std::ostringstream csv;
+  csv.precision(9);
+  csv << "layout,measured_step_s,predicted_step_s,step_error,measured_peak_bytes,"
+         "predicted_peak_bytes,peak_error,measured_sent_bytes,predicted_sent_bytes,sent_error\n";
+  for (const SweepRow& r : rows)
+    csv << '"' << r.layout << "\"," << r.measured.step_s << ',' << r.predicted.step_s << ','
+        << r.step_error() << ',' << r.measured.peak << ',' << r.predicted.peak << ','
+        << r.peak_error() << ',' << r.measured.sent << ',' << r.predicted.sent << ','
+        << r.sent_error() << '\n';
+  return csv.str();
+}
+
+std::string rows_json(const std::vector<SweepRow>& rows, const std::string& machine) {
+  nlohmann::ordered_json out = {{"machine", machine}, {"layouts", nlohmann::ordered_json::array()}};
+  const auto figures = [](const SweepFigures& f) {
+    return nlohmann::ordered_json{
+        {"step_s", f.step_s}, {"peak_bytes", f.peak}, {"sent_bytes", f.sent}};
+  };
+  for (const SweepRow& r : rows)
+    out["layouts"].push_back({{"layout", r.layout},
+                              {"measured", figures(r.measured)},
+                              {"predicted", figures(r.predicted)},
+                              {"step_error", r.step_error()},
+                              {"peak_error", r.peak_error()},
+                              {"sent_error", r.sent_error()}});
+  return out.dump(1) + "\n";
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app, const Registries& registries) {
+  auto* cmd = app.add_subcommand(
+      "sweep",
+      "Train layouts for a few steps on the local backend and print each one's measured step "
+      "time, peak memory and bytes sent against the planner's prediction (docs/planner.md)");
+  auto f = std::make_shared<SweepFlags>();
+  TrainConfig& c = f->config;
+  c.steps = 6;
+  add_model_choice_flags(cmd, f, registries.models);
+  add_workload_flags(cmd, f);
+  add_layout_flags(cmd, f, registries);
+  cmd->add_option("--data", c.data_path, "token file (meshtrain prepare makes one)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--steps", c.steps, "steps per layout; the first is not timed")
+      ->capture_default_str()
+      ->check(CLI::Range(3, 1000000));
+  cmd->add_option("--threads", c.threads,
+                  "CPU threads per rank (default: this machine's CPUs split among its ranks)")
+      ->check(kPositiveInteger);
+  cmd->add_option("--layouts", f->layouts,
+                  "auto (13 layouts over every strategy, schedule and checkpointing mode), or a "
+                  "file with one layout per line as train flags, e.g. --mesh pp=2,dp_shard=2 "
+                  "--pp-schedule 1f1b --grad-accum 4")
+      ->capture_default_str();
+  add_machine_flags(cmd, f->machine, "cpu");
+  cmd->add_option("--csv", f->csv, "also write the table as CSV")->check(kNonEmptyPath);
+  cmd->add_option("--json", f->json, "also write the table as JSON")->check(kNonEmptyPath);
+  cmd->callback([f, &registries] {
+    const int world = f->config.world;
+    const std::vector<std::string> lines = layout_lines(f->layouts, world);
+    std::vector<TrainConfig> configs;  // every layout checked before the first one trains
+    for (const std::string& line : lines) {
+      TrainConfig c = layout_config(*f, line, registries);
+      c.sample_bytes = 0;
+      c.validate();
+      configs.push_back(std::move(c));
+    }
+    const int threads =
+        f->config.threads > 0 ? f->config.threads : std::max(1, ops::cpu::available_cpus() / world);
+    const MachineProfile machine = machine_of(*f->machine, world, threads, std::cout);
+    std::cout << "sweep: " << configs.front().model->describe() << " on " << world
+              << " local ranks, " << threads << " thread(s) each, global batch " << f->config.batch
+              << " x " << f->config.seq << " tokens, " << f->config.steps
+              << " steps per layout (step time: the median after the first), predicted on "
+              << machine.name << "\n\n";
+    char header[256];
+    std::snprintf(header, sizeof header, "  %-62s %9s %9s %8s %8s %8s %8s %8s %8s %8s\n", "layout",
+                  "step ms", "predicted", "error", "peak MiB", "predicted", "error", "sent MiB",
+                  "predicted", "error");
+    std::cout << header;
+    std::vector<SweepRow> rows;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      rows.push_back(sweep_layout(lines[i], configs[i], machine));
+      print_row(rows.back(), std::cout);
+    }
+    print_summary(rows, std::cout);
+    if (!f->csv.empty()) write_output(f->csv, "--csv", rows_csv(rows));
+    if (!f->json.empty()) write_output(f->json, "--json", rows_json(rows, machine.name));
+  });
+}
+
+}  // namespace meshtrain

@@ -1,0 +1,94 @@
+#include "meshtrain/plan/sweep.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "meshtrain/core/error.h"
+#include "meshtrain/plan/rank_replay.h"
+#include "meshtrain/plan/step_time.h"
+#include "meshtrain/train/run_training.h"
+
+namespace meshtrain {
+
+namespace {
+
+double relative_error(double predicted, double measured) {
+  if (measured == 0) return predicted == 0 ? 0.0 : 1.0;
+  return predicted / measured - 1;
+}
+
+SweepFigures measure(const TrainConfig& config) {
+  std::ostringstream discarded;  // the run's console
+  const std::vector<StepMetrics> steps = run_training(config, discarded, /*interactive=*/false);
+  MT_CHECK(steps.size() >= 3, "sweep: ", steps.size(), " steps ran, at least 3 expected");
+  std::vector<double> times;
+  for (size_t s = 1; s < steps.size(); ++s) times.push_back(steps[s].step_time_s);
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  return {.step_s = times[times.size() / 2],
+          .peak = steps.back().peak_mem_bytes,
+          .sent = steps.back().comm_bytes};
+}
+
+SweepFigures predict(const TrainConfig& config, const MachineProfile& machine) {
+  const PlanLayout layout = plan_layout(config);
+  const Workload workload = plan_workload(config);
+  const std::vector<ReplayedRank> ranks = replay_ranks(*config.model, layout, workload);
+  SweepFigures out{.step_s = predict_step_time(layout, workload, ranks, machine).step};
+  for (const ReplayedRank& r : ranks) {
+    out.peak = std::max<uint64_t>(out.peak, r.memory.total.peak);
+    uint64_t sent = 0;
+    for (const auto& [group, bytes] : r.sent) sent += bytes;
+    out.sent = std::max(out.sent, sent);
+  }
+  return out;
+}
+
+}  // namespace
+
+double SweepRow::step_error() const { return relative_error(predicted.step_s, measured.step_s); }
+double SweepRow::peak_error() const {
+  return relative_error(static_cast<double>(predicted.peak), static_cast<double>(measured.peak));
+}
+double SweepRow::sent_error() const {
+  return relative_error(static_cast<double>(predicted.sent), static_cast<double>(measured.sent));
+}
+
+SweepRow sweep_layout(const std::string& name, const TrainConfig& config,
+                      const MachineProfile& machine) {
+  MT_CHECK(config.steps >= 3, "sweep: at least 3 steps per layout (the first is not timed), got ",
+           config.steps);
+  TrainConfig meta = config;  // the planner's checks first, before anything trains
+  meta.device = DeviceKind::meta;
+  meta.check_layout();
+  SweepRow row{.layout = name, .predicted = predict(meta, machine)};
+  row.measured = measure(config);
+  return row;
+}
+
+std::vector<std::string> auto_sweep_layouts(int world) {
+  MT_CHECK(world >= 4 && world % 2 == 0,
+           "sweep --layouts auto: an even world of at least 4 ranks, got ", world);
+  const std::string w = std::to_string(world), half = std::to_string(world / 2),
+                    quarter_dp = world % 4 == 0 ? std::to_string(world / 4) : "";
+  const std::string pp = "--grad-accum 4 --mesh pp=2,dp_shard=" + half + " --pp-schedule ";
+  std::vector<std::string> layouts = {
+      "--grad-accum 2 --mesh dp_shard=" + w + " --fsdp full",
+      "--grad-accum 2 --mesh dp_shard=" + w + " --fsdp grad_op",
+      "--grad-accum 2 --mesh dp_shard=" + w + " --fsdp none",
+      "--grad-accum 2 --mesh dp_replicate=2,dp_shard=" + half + " --fsdp hybrid",
+      "--grad-accum 2 --mesh dp_shard=" + half + ",tp=2",
+      "--grad-accum 2 --mesh dp_shard=" + half + ",tp=2 --sequence-parallel",
+      pp + "gpipe",
+      pp + "1f1b",
+      pp + "interleaved",
+      pp + "zb-h1",
+      "--grad-accum 2 --mesh dp_shard=" + w + " --ac full",
+      "--grad-accum 2 --mesh dp_shard=" + w + " --ac selective",
+  };
+  if (!quarter_dp.empty())
+    layouts.push_back("--grad-accum 4 --mesh pp=2,dp_shard=" + quarter_dp +
+                      ",tp=2 --pp-schedule 1f1b --sequence-parallel");
+  return layouts;
+}
+
+}  // namespace meshtrain

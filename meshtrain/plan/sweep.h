@@ -1,0 +1,42 @@
+// The planner against real runs (meshtrain sweep, docs/planner.md): a layout trained for a few
+// steps on the local backend beside its prediction — step time (the model of step_time.h on a
+// machine profile), peak memory and bytes sent (the replay's) — with the error of each.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "meshtrain/plan/machine_profile.h"
+#include "meshtrain/train/train_config.h"
+
+namespace meshtrain {
+
+struct SweepFigures {
+  double step_s = 0;  // measured: the median over the steps after the first
+  uint64_t peak = 0;  // the largest rank's peak memory in a step, bytes
+  uint64_t sent = 0;  // the busiest rank's bytes sent in a step, over every group
+};
+
+struct SweepRow {
+  std::string layout;  // as the caller names it
+  SweepFigures measured, predicted;
+
+  // predicted / measured - 1 of each figure (0 where both are 0).
+  double step_error() const;
+  double peak_error() const;
+  double sent_error() const;
+};
+
+// Trains `config` (its steps, at least 3; on the local backend) and predicts it on `machine`.
+// InvalidArgument for a configuration the planner cannot replay or fewer steps.
+SweepRow sweep_layout(const std::string& name, const TrainConfig& config,
+                      const MachineProfile& machine);
+
+// Layouts that together exercise every part of the model on `world` ranks (even, at least 4), as
+// train flags: FSDP full, grad_op and none (DDP), HSDP, TP with and without sequence
+// parallelism, every pipeline schedule, 3D, and activation checkpointing full and selective.
+// Pipelined layouts run 4 micro-batches, the others 2.
+std::vector<std::string> auto_sweep_layouts(int world);
+
+}  // namespace meshtrain

@@ -1,0 +1,37 @@
+// The sweep's rows (meshtrain/plan/sweep.h): errors as predicted / measured - 1, its refusals,
+// and auto's layouts, each one the planner accepts.
+#include "meshtrain/plan/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include "meshtrain/core/error.h"
+#include "tests/support/error_message.h"
+#include "tests/support/training_runs.h"
+
+namespace meshtrain::testing {
+namespace {
+
+TEST(SweepRows, ErrorsArePredictedOverMeasured) {
+  const SweepRow row{.layout = "x",
+                     .measured = {.step_s = 0.2, .peak = 1000, .sent = 0},
+                     .predicted = {.step_s = 0.25, .peak = 950, .sent = 0}};
+  EXPECT_DOUBLE_EQ(row.step_error(), 0.25);
+  EXPECT_NEAR(row.peak_error(), -0.05, 1e-15);
+  EXPECT_DOUBLE_EQ(row.sent_error(), 0.0);  // nothing sent, nothing predicted
+}
+
+TEST(SweepRows, AutoLayoutsCoverEveryStrategyForEvenWorlds) {
+  EXPECT_EQ(auto_sweep_layouts(4).size(), 13u);
+  EXPECT_EQ(auto_sweep_layouts(6).size(), 12u);  // no 3D without a world divisible by 4
+  expect_error<InvalidArgument>([] { auto_sweep_layouts(2); }, "at least 4 ranks, got 2");
+}
+
+TEST(SweepRows, RefuseTooFewStepsBeforeTraining) {
+  TrainConfig c = uneven_config();
+  c.steps = 2;
+  expect_error<InvalidArgument>([&] { sweep_layout("x", c, machine_preset("cpu")); },
+                                "at least 3 steps per layout");
+}
+
+}  // namespace
+}  // namespace meshtrain::testing
