@@ -6,6 +6,7 @@
 
 #include "meshtrain/checkpoint/durable_files.h"
 #include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/cpu/cpu_threads.h"
 #include "meshtrain/plan/calibrate.h"
 
 namespace meshtrain {
@@ -48,8 +49,10 @@ MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank
     profile = machine_preset(f.machine);
   } else {
     check_regular_output(f.calibrate, "--calibrate");
-    const CalibrationOptions options{.ranks = std::max(2, ranks),
-                                     .threads_per_rank = threads_per_rank};
+    // The collectives over the run's ranks, as many as this machine runs at once.
+    const CalibrationOptions options{
+        .ranks = std::clamp(ranks, 2, std::max(2, std::min(8, ops::cpu::available_cpus()))),
+        .threads_per_rank = threads_per_rank};
     log << "calibrating: kernels of single-rank steps with " << options.threads_per_rank
         << " thread(s), all-gathers over " << options.ranks << " local ranks ..." << std::endl;
     profile = calibrate_this_machine(options);
@@ -71,9 +74,9 @@ std::string duration_text(double seconds) {
   if (seconds >= 1)
     std::snprintf(text, sizeof text, "%.3f s", seconds);
   else if (seconds >= 1e-3)
-    std::snprintf(text, sizeof text, "%.3g ms", seconds * 1e3);
+    std::snprintf(text, sizeof text, "%.1f ms", seconds * 1e3);
   else
-    std::snprintf(text, sizeof text, "%.3g us", seconds * 1e6);
+    std::snprintf(text, sizeof text, "%.1f us", seconds * 1e6);
   return text;
 }
 

@@ -26,12 +26,12 @@ void add_machine_flags(CLI::App* cmd, const std::shared_ptr<MachineFlags>& f,
                        const std::string& preset);
 
 // The profile the flags name. Calibrating measures this machine with `threads_per_rank` threads
-// per rank and collectives over `ranks` local ranks (at least 2), saying so on `log`, and writes
-// the profile to its file atomically.
+// per rank and collectives over `ranks` local ranks (clamped to 2 .. min(8, CPUs)), saying so on
+// `log`, and writes the profile to its file atomically.
 MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank,
                           std::ostream& log);
 
-// "1.234 s", "12.3 ms", "45 us": three figures for durations of any size.
+// "1.234 s", "12.3 ms", "45.6 us": a duration of any size in its unit.
 std::string duration_text(double seconds);
 
 }  // namespace meshtrain

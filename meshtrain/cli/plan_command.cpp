@@ -30,7 +30,7 @@ struct PlanFlags : RunFlags {
 // What the plan predicts beyond the replays, and on what.
 struct Prediction {
   MachineProfile machine;
-  StepTimePrediction time;
+  StepTimePrediction time{};
   double tokens_per_s = 0;  // all ranks together
   double mfu = 0;           // model FLOPs per second over the ranks' dense peak
 };

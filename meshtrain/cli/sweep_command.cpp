@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "meshtrain/checkpoint/durable_files.h"
@@ -26,6 +27,7 @@ namespace {
 struct SweepFlags : RunFlags {
   std::shared_ptr<MachineFlags> machine = std::make_shared<MachineFlags>();
   std::string layouts = "auto";
+  int rounds = 3;
   std::string csv, json;
 };
 
@@ -55,30 +57,42 @@ TrainConfig layout_config(const SweepFlags& base, const std::string& line,
   } catch (const CLI::ParseError& e) {
     throw InvalidArgument(detail::concat("layout '", line, "': ", e.what()));
   }
+  MT_CHECK(flags->config.world == base.config.world, "layout '", line,
+           "': the sweep's ranks are --world ", base.config.world,
+           " for every layout (its calibration and threads follow them); give the mesh only");
   apply_run_flags(*flags, registries);
   return flags->config;
 }
 
+// "+12.3%", or "n/a" where nothing was measured.
 std::string percent(double error) {
+  if (std::isnan(error)) return "n/a";
   char text[16];
   std::snprintf(text, sizeof text, "%+.1f%%", 100 * error);
   return text;
 }
 
+std::string fixed(double value, int decimals) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(decimals) << value;
+  return text.str();
+}
+
+// One line per layout, its name first at whatever length (a file's lines may be long).
 void print_row(const SweepRow& row, std::ostream& out) {
-  char line[256];
   constexpr double kMiB = 1024.0 * 1024.0;
-  std::snprintf(line, sizeof line, "  %-62s %9.2f %9.2f %8s %8.2f %8.2f %8s %8.3f %8.3f %8s\n",
-                row.layout.c_str(), 1e3 * row.measured.step_s, 1e3 * row.predicted.step_s,
-                percent(row.step_error()).c_str(), row.measured.peak / kMiB,
-                row.predicted.peak / kMiB, percent(row.peak_error()).c_str(),
-                row.measured.sent / kMiB, row.predicted.sent / kMiB,
-                percent(row.sent_error()).c_str());
-  out << line << std::flush;
+  out << "  " << std::left << std::setw(62) << row.layout << std::right;
+  for (const auto& [measured, predicted, error, decimals] :
+       {std::tuple{1e3 * row.measured.step_s, 1e3 * row.predicted.step_s, row.step_error(), 2},
+        std::tuple{row.measured.peak / kMiB, row.predicted.peak / kMiB, row.peak_error(), 2},
+        std::tuple{row.measured.sent / kMiB, row.predicted.sent / kMiB, row.sent_error(), 3}})
+    out << " " << std::setw(9) << fixed(measured, decimals) << " " << std::setw(9)
+        << fixed(predicted, decimals) << " " << std::setw(8) << percent(error);
+  out << std::endl;
 }
 
 void print_summary(const std::vector<SweepRow>& rows, std::ostream& out) {
-  std::vector<double> step_errors;
+  std::vector<double> step_errors;  // a step is always measured: no NaN
   for (const SweepRow& r : rows) step_errors.push_back(std::abs(r.step_error()));
   std::vector<double> sorted = step_errors;
   std::sort(sorted.begin(), sorted.end());
@@ -88,7 +102,8 @@ void print_summary(const std::vector<SweepRow>& rows, std::ostream& out) {
   const size_t worst =
       std::max_element(step_errors.begin(), step_errors.end()) - step_errors.begin();
   double peak_worst = 0;
-  for (const SweepRow& r : rows) peak_worst = std::max(peak_worst, std::abs(r.peak_error()));
+  for (const SweepRow& r : rows)
+    if (!std::isnan(r.peak_error())) peak_worst = std::max(peak_worst, std::abs(r.peak_error()));
   char line[256];
   std::snprintf(line, sizeof line,
                 "\nstep time: median |error| %.1f%%, largest %.1f%% (%s); peak memory: largest "
@@ -106,14 +121,21 @@ void write_output(const std::string& path, const std::string& what, const std::s
   file.commit();
 }
 
+// A CSV field's text inside its quotes: each quote doubled.
+std::string quoted_csv(const std::string& text) {
+  std::string out;
+  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out;
+}
+
 std::string rows_csv(const std::vector<SweepRow>& rows) {
   std::ostringstream csv;
   csv.precision(9);
   csv << "layout,measured_step_s,predicted_step_s,step_error,measured_peak_bytes,"
          "predicted_peak_bytes,peak_error,measured_sent_bytes,predicted_sent_bytes,sent_error\n";
   for (const SweepRow& r : rows)
-    csv << '"' << r.layout << "\"," << r.measured.step_s << ',' << r.predicted.step_s << ','
-        << r.step_error() << ',' << r.measured.peak << ',' << r.predicted.peak << ','
+    csv << '"' << quoted_csv(r.layout) << "\"," << r.measured.step_s << ',' << r.predicted.step_s
+        << ',' << r.step_error() << ',' << r.measured.peak << ',' << r.predicted.peak << ','
         << r.peak_error() << ',' << r.measured.sent << ',' << r.predicted.sent << ','
         << r.sent_error() << '\n';
   return csv.str();
@@ -158,10 +180,16 @@ void add_sweep_command(CLI::App& app, const Registries& registries) {
                   "CPU threads per rank (default: this machine's CPUs split among its ranks)")
       ->check(kPositiveInteger);
   cmd->add_option("--layouts", f->layouts,
-                  "auto (13 layouts over every strategy, schedule and checkpointing mode), or a "
+                  "auto (13 layouts over every strategy, schedule and checkpointing mode; 12 "
+                  "without 3D when --world is not a multiple of 4), or a "
                   "file with one layout per line as train flags, e.g. --mesh pp=2,dp_shard=2 "
                   "--pp-schedule 1f1b --grad-accum 4")
       ->capture_default_str();
+  cmd->add_option("--rounds", f->rounds,
+                  "runs of each layout; its step time is the median over them (this machine's "
+                  "timings vary from run to run)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   add_machine_flags(cmd, f->machine, "cpu");
   cmd->add_option("--csv", f->csv, "also write the table as CSV")->check(kNonEmptyPath);
   cmd->add_option("--json", f->json, "also write the table as JSON")->check(kNonEmptyPath);
@@ -180,8 +208,10 @@ void add_sweep_command(CLI::App& app, const Registries& registries) {
     const MachineProfile machine = machine_of(*f->machine, world, threads, std::cout);
     std::cout << "sweep: " << configs.front().model->describe() << " on " << world
               << " local ranks, " << threads << " thread(s) each, global batch " << f->config.batch
-              << " x " << f->config.seq << " tokens, " << f->config.steps
-              << " steps per layout (step time: the median after the first), predicted on "
+              << " x " << f->config.seq << " tokens, " << f->config.steps << " steps per layout in "
+              << f->rounds
+              << " round(s) (step time: the median after the first, then over the rounds), "
+                 "predicted on "
               << machine.name << "\n\n";
     char header[256];
     std::snprintf(header, sizeof header, "  %-62s %9s %9s %8s %8s %8s %8s %8s %8s %8s\n", "layout",
@@ -190,7 +220,7 @@ void add_sweep_command(CLI::App& app, const Registries& registries) {
     std::cout << header;
     std::vector<SweepRow> rows;
     for (size_t i = 0; i < lines.size(); ++i) {
-      rows.push_back(sweep_layout(lines[i], configs[i], machine));
+      rows.push_back(sweep_layout(lines[i], configs[i], machine, f->rounds));
       print_row(rows.back(), std::cout);
     }
     print_summary(rows, std::cout);

@@ -8,8 +8,9 @@
 // of a call (dispatch, threads waking, small shapes' poor blocking) and the rate at which its work
 // goes. The fits replace the roofline for the ops they cover (MachineProfile::kernels).
 //
-// Collectives: all-gathers of a range of sizes over local ranks, each a thread with that many
-// threads, fitted as latency + bytes sent / bandwidth (the alpha-beta model).
+// Collectives: all-gathers of a range of sizes over local ranks (a thread each), fitted as
+// latency + bytes sent / bandwidth (the alpha-beta model), the same link within and across
+// "nodes" (one process). The fits are measured in f32; a bf16 layout uses them too.
 #pragma once
 
 #include <map>
@@ -41,10 +42,12 @@ std::map<std::string, KernelSample> measure_kernels(const ModelSpec& model,
 struct CalibrationOptions {
   int ranks = 2;             // local ranks the collectives run over
   int threads_per_rank = 1;  // as a run with --threads gives each rank
-  int steps = 3;             // timed steps per model shape
+  int steps = 3;             // timed steps per model shape and round
+  int rounds = 3;            // each shape's kernels: the fastest of this many measurements
 };
 
-// A profile named "calibrated" that starts from the cpu preset and replaces its kernel and
+// A profile named "calibrated (N thread(s) per rank)" that starts from the cpu preset (its peaks
+// times the threads per rank, for MFU and any op no shape measured) and replaces its kernel and
 // collective figures with this machine's, measured as above.
 MachineProfile calibrate_this_machine(const CalibrationOptions& options);
 

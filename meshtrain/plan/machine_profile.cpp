@@ -10,6 +10,7 @@ namespace meshtrain {
 namespace {
 
 constexpr double kGB = 1e9;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kUs = 1e-6;
 
 // A GPU preset from its published figures and the efficiency assumptions of the header.
@@ -30,9 +31,9 @@ MachineProfile gpu(std::string name, double bf16, double f32, double hbm, double
 
 std::vector<MachineProfile> presets() {
   return {
-      gpu("h100-sxm", 989.4e12, 66.9e12, 3350 * kGB, 450 * kGB, 50 * kGB, 80 * kGB),
-      gpu("h200", 989.4e12, 66.9e12, 4800 * kGB, 450 * kGB, 50 * kGB, 141 * kGB),
-      gpu("a100-80g", 312e12, 19.5e12, 2039 * kGB, 300 * kGB, 25 * kGB, 80 * kGB),
+      gpu("h100-sxm", 989.4e12, 66.9e12, 3350 * kGB, 450 * kGB, 50 * kGB, 80 * kGiB),
+      gpu("h200", 989.4e12, 66.9e12, 4800 * kGB, 450 * kGB, 50 * kGB, 143771.0 * 1024 * 1024),
+      gpu("a100-80g", 312e12, 19.5e12, 2039 * kGB, 300 * kGB, 25 * kGB, 80 * kGiB),
       {.name = "cpu",
        .dense_peak_flops_f32 = 90e9,
        .dense_peak_flops_bf16 = 170e9,
@@ -43,7 +44,7 @@ std::vector<MachineProfile> presets() {
        .intra_node_latency = 50 * kUs,
        .inter_node_latency = 50 * kUs,
        .devices_per_node = 1 << 20,  // every rank in this process
-       .device_memory = 24 * kGB,
+       .device_memory = 24 * kGiB,
        .comm_overlap = 0},
   };
 }

@@ -7,15 +7,17 @@
 // The presets are published figures with stated efficiency assumptions, not measurements of this
 // project's kernels on those devices (nothing has run on one yet: docs/gpu.md):
 //   h100-sxm  989 TFLOP/s bf16, 67 f32 (no TF32); 3.35 TB/s HBM3; NVLink 4 at 450 GB/s a direction;
-//             400 Gb/s InfiniBand per GPU; 8 per node; 80 GB
-//   h200      the H100 SXM's compute and links; 4.8 TB/s HBM3e; 141 GB
-//   a100-80g  312 TFLOP/s bf16, 19.5 f32; 2.04 TB/s; NVLink 3 at 300 GB/s; 200 Gb/s per GPU; 80 GB
+//             400 Gb/s InfiniBand per GPU; 8 per node; 80 GiB
+//   h200      the H100 SXM's compute and links; 4.8 TB/s HBM3e; 141 GB (143771 MiB)
+//   a100-80g  312 TFLOP/s bf16, 19.5 f32; 2.04 TB/s; NVLink 3 at 300 GB/s; 200 Gb/s per GPU; 80 GiB
 // each assuming GEMMs at 60% of the dense peak, 80% of the memory bandwidth, collectives at 80% of
-// the link (NCCL's bus bandwidth on a ring) and 10 us (in a node) or 20 us (across) per call;
+// the link (NCCL's bus bandwidth on a ring) and 10 us (in a node) or 20 us (across) per call,
+// collectives fully overlapping compute (their own stream);
 //   cpu       one core of this machine per rank on the local backend, measured in
 //             docs/benchmarks.md (2026-12): f32 GEMMs at 90 GFLOP/s and bf16 at 170 (their GEMM
 //             libraries' own peak: efficiency 1), 13.4 GB/s memcpy, collectives at 4.7 GB/s bus
-//             bandwidth, 50 us per call, one node, no overlap of collectives and compute.
+//             bandwidth, 50 us per call, one node, no overlap of collectives and compute, and
+//             this machine's 24 GiB.
 // A calibrated profile (meshtrain plan --calibrate FILE, calibrate.h) measures this machine
 // instead; --machine-file reads it.
 #pragma once
@@ -53,7 +55,7 @@ struct MachineProfile {
   // backend with a core per rank).
   double comm_overlap = 1;
   // Measured kernels by op name (a calibrated profile), in place of the roofline.
-  std::map<std::string, KernelFit, std::less<>> kernels;
+  std::map<std::string, KernelFit, std::less<>> kernels{};
 
   double dense_peak_flops(DType dtype) const;  // InvalidArgument for a dtype without one
   double gemm_flops(DType dtype) const;        // dense_peak_flops x gemm_efficiency

@@ -62,9 +62,13 @@ struct RankTerms {
 RankTerms terms_of(const MeshLayout& mesh, int rank, const ReplayedRank& replayed, DType dtype,
                    const MachineProfile& machine) {
   RankTerms t;
-  t.kernels = kernel_seconds(replayed.kernels.by_op(), dtype, machine);
-  for (const auto& [section, by_op] : replayed.kernels.by_section())
-    if (!section.empty()) t.scheduled += kernel_seconds(by_op, dtype, machine);
+  // Section by section, as the schedule charges them, so that the kernels outside the schedule
+  // are exactly the rest.
+  for (const auto& [section, by_op] : replayed.kernels.by_section()) {
+    const double seconds = kernel_seconds(by_op, dtype, machine);
+    t.kernels += seconds;
+    if (!section.empty()) t.scheduled += seconds;
+  }
   const std::vector<std::pair<std::string, double>> comm =
       comm_seconds(mesh, rank, replayed, machine);
   double data = 0;

@@ -6,7 +6,8 @@
 //             bytes / memory bandwidth), a roofline per op (the compute dtype is FSDP's
 //             param_dtype, f32 without a data axis); or, for an op a calibrated profile measured,
 //             its fit: per_call x calls + per_unit x work (kernel_work).
-//   comm      per group: bytes sent / the link's bandwidth + calls x its latency. A group whose
+//   comm      per group: bytes sent / the link's bandwidth + calls x its latency (a transfer's
+//             send and its receive each a call, on both ranks). A group whose
 //             ranks share a node (ranks are numbered tp fastest, devices_per_node to a node)
 //             uses the intra-node link, any other the inter-node one.
 //   exposed   tp and pp: all of it (TP's collectives sit between a layer's GEMMs; a stage's
@@ -16,13 +17,15 @@
 //             machine runs collectives beside the kernels (MachineProfile::comm_overlap).
 //   pipeline  the schedule simulated (schedule_sim.h) with each computation's own cost: its
 //             kernels (the replay counts each as a section "1F3") stretched by the rank's
-//             exposed tp and pp share. The bubble of a rank is the makespan less its busy time.
+//             exposed tp and pp share, for the pipeline of rank 0's data and tp coordinates
+//             (the largest shards). The bubble of a rank is the makespan less its busy time.
 //   step      without a pipeline: kernels + exposed comm; with one: the makespan + the kernels
 //             outside the schedule (AdamW) + the exposed data-axis comm. The slowest rank's step
 //             is every rank's (they meet in the step's collectives).
 //
-// Assumptions, to be replaced by calibration (meshtrain plan --calibrate, not yet): kernels reach
-// the profile's rates at every shape; collectives reach the link's bandwidth at every size.
+// Assumptions: a preset's kernels reach its rates at every shape (a calibrated profile fits each
+// op over a few shapes instead, in f32: calibrate.h); collectives reach the link's bandwidth at
+// every size, one fit for every collective and group size.
 #pragma once
 
 #include <string>

@@ -1,6 +1,7 @@
 #include "meshtrain/plan/sweep.h"
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "meshtrain/core/error.h"
@@ -13,7 +14,7 @@ namespace meshtrain {
 namespace {
 
 double relative_error(double predicted, double measured) {
-  if (measured == 0) return predicted == 0 ? 0.0 : 1.0;
+  if (measured == 0) return predicted == 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN();
   return predicted / measured - 1;
 }
 
@@ -54,14 +55,21 @@ double SweepRow::sent_error() const {
 }
 
 SweepRow sweep_layout(const std::string& name, const TrainConfig& config,
-                      const MachineProfile& machine) {
+                      const MachineProfile& machine, int rounds) {
   MT_CHECK(config.steps >= 3, "sweep: at least 3 steps per layout (the first is not timed), got ",
            config.steps);
+  MT_CHECK(rounds >= 1, "sweep: at least one round per layout, got ", rounds);
   TrainConfig meta = config;  // the planner's checks first, before anything trains
   meta.device = DeviceKind::meta;
   meta.check_layout();
   SweepRow row{.layout = name, .predicted = predict(meta, machine)};
-  row.measured = measure(config);
+  std::vector<double> step_s;
+  for (int round = 0; round < rounds; ++round) {
+    row.measured = measure(config);
+    step_s.push_back(row.measured.step_s);
+  }
+  std::nth_element(step_s.begin(), step_s.begin() + step_s.size() / 2, step_s.end());
+  row.measured.step_s = step_s[step_s.size() / 2];
   return row;
 }
 

@@ -20,22 +20,25 @@ struct SweepFigures {
 
 struct SweepRow {
   std::string layout;  // as the caller names it
-  SweepFigures measured, predicted;
+  SweepFigures measured{}, predicted{};
 
-  // predicted / measured - 1 of each figure (0 where both are 0).
+  // predicted / measured - 1 of each figure: 0 where both are 0, NaN where only the prediction
+  // is not.
   double step_error() const;
   double peak_error() const;
   double sent_error() const;
 };
 
-// Trains `config` (its steps, at least 3; on the local backend) and predicts it on `machine`.
-// InvalidArgument for a configuration the planner cannot replay or fewer steps.
+// Trains `config` (its steps, at least 3; on the local backend) `rounds` times and predicts it on
+// `machine`; the measured step is the median over the rounds of each round's median.
+// InvalidArgument for a configuration the planner cannot replay, fewer steps or no round.
 SweepRow sweep_layout(const std::string& name, const TrainConfig& config,
-                      const MachineProfile& machine);
+                      const MachineProfile& machine, int rounds = 1);
 
 // Layouts that together exercise every part of the model on `world` ranks (even, at least 4), as
 // train flags: FSDP full, grad_op and none (DDP), HSDP, TP with and without sequence
-// parallelism, every pipeline schedule, 3D, and activation checkpointing full and selective.
+// parallelism, every pipeline schedule, activation checkpointing full and selective, and 3D
+// (pp 2 x tp 2 with SP) when `world` is a multiple of 4.
 // Pipelined layouts run 4 micro-batches, the others 2.
 std::vector<std::string> auto_sweep_layouts(int world);
 

@@ -520,7 +520,8 @@ TEST_F(Cli, PlanCalibratesThisMachineIntoAProfileItReads) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(nlohmann::json::parse(again.out)["step_seconds"], planned["step_seconds"]);
   const nlohmann::json written = nlohmann::json::parse(read_small_file(profile));
-  EXPECT_GT(written["kernels"]["linear_forward"]["per_unit"].get<double>(), 0.0);
+  EXPECT_TRUE(written["kernels"].contains("linear_forward"));
+  EXPECT_TRUE(written["kernels"].contains("grouped_attention_backward"));
 
   const CliResult both = run_cli(
       dir_, "plan" + layout + " --machine-file '" + profile + "' --calibrate '" + profile + "'");
@@ -532,10 +533,11 @@ TEST_F(Cli, PlanCalibratesThisMachineIntoAProfileItReads) {
 // traffic as predicted (the replay's), a step time for each, the table in CSV and JSON.
 TEST_F(Cli, SweepMeasuresEveryAutoLayoutAgainstThePlan) {
   const std::string csv = dir_.file("sweep.csv"), json_path = dir_.file("sweep.json");
-  const CliResult r = run_cli(dir_, "sweep --model demo --data '" + tokens_ +
-                                        "' --world 4 --batch 8 --seq 16 --steps 3 --threads 1 "
-                                        "--csv '" +
-                                        csv + "' --json '" + json_path + "'");
+  const CliResult r =
+      run_cli(dir_, "sweep --model demo --data '" + tokens_ +
+                        "' --world 4 --batch 8 --seq 16 --steps 3 --rounds 1 --threads 1 "
+                        "--csv '" +
+                        csv + "' --json '" + json_path + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("on 4 local ranks, 1 thread(s) each"));
   EXPECT_THAT(r.out, HasSubstr("predicted on cpu"));

@@ -150,7 +150,10 @@ TEST(TrainingRun, APipelinedStepReportsItsBubble) {
   for (const StepMetrics& m : run_training(c, out, false)) {
     ASSERT_TRUE(m.bubble_s) << "step " << m.step + 1;
     EXPECT_GT(*m.bubble_s, 0.0) << "step " << m.step + 1;
-    EXPECT_LE(*m.bubble_s, m.exposed_comm_s) << "step " << m.step + 1;
+    // The bubble also counts each action's few microseconds of bookkeeping around its wait
+    // (taking the input, reaping sends), which no Work::wait does.
+    constexpr double kBookkeeping = 100e-6;
+    EXPECT_LE(*m.bubble_s, m.exposed_comm_s + kBookkeeping) << "step " << m.step + 1;
   }
   for (const StepMetrics& m : run_training(tiny_config(dir, 2), out, false)) {
     EXPECT_FALSE(m.bubble_s);

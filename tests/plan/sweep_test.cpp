@@ -1,8 +1,10 @@
 // The sweep's rows (meshtrain/plan/sweep.h): errors as predicted / measured - 1, its refusals,
-// and auto's layouts, each one the planner accepts.
+// and how many layouts auto runs (the command runs them all: tests/apps/cli_test.cpp).
 #include "meshtrain/plan/sweep.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "meshtrain/core/error.h"
 #include "tests/support/error_message.h"
@@ -18,6 +20,9 @@ TEST(SweepRows, ErrorsArePredictedOverMeasured) {
   EXPECT_DOUBLE_EQ(row.step_error(), 0.25);
   EXPECT_NEAR(row.peak_error(), -0.05, 1e-15);
   EXPECT_DOUBLE_EQ(row.sent_error(), 0.0);  // nothing sent, nothing predicted
+  SweepRow unmeasured = row;
+  unmeasured.predicted.sent = 5;
+  EXPECT_TRUE(std::isnan(unmeasured.sent_error()));
 }
 
 TEST(SweepRows, AutoLayoutsCoverEveryStrategyForEvenWorlds) {

@@ -147,7 +147,9 @@ TEST(ScheduleGenerators, TimelineHoldsEveryActionAtItsTime) {
       const TimedAction& a = line[i];
       EXPECT_EQ(a.action, schedule.per_rank[r][i]);
       EXPECT_GE(a.start, free);
-      if (is_recv(a.action.kind)) EXPECT_GE(a.end, posted.at(matching_transfer(a.action)));
+      if (is_recv(a.action.kind)) {
+        EXPECT_GE(a.end, posted.at(matching_transfer(a.action)));
+      }
       busy += a.end - a.start;
       free = end = a.end;
     }
@@ -156,12 +158,12 @@ TEST(ScheduleGenerators, TimelineHoldsEveryActionAtItsTime) {
       return a.action.kind == ActionKind::forward;
     });
     EXPECT_DOUBLE_EQ(first_forward->start, r * 1.0);
-    if (r == 0) EXPECT_DOUBLE_EQ(end, sim.makespan);
+    if (r == 0) {
+      EXPECT_DOUBLE_EQ(end, sim.makespan);
+    }
   }
 }
 
-// Zero Bubble's claim: deferring W cuts 1F1B's idle time (p-1)(F+I+W) to (p-1)(F+I-W), a third
-// with equal costs, on every rank, while every rank holds p micro-batches, as 1F1B's first does.
 // Stages of unequal cost (the planner's): GPipe over 2 ranks with one micro-batch runs F on
 // stage 0, F and B on stage 1, B on stage 0 in sequence; with 3 micro-batches the slow stage sets
 // the pace: 1 + 3 m forwards and as many backwards.
@@ -182,6 +184,8 @@ TEST(ScheduleGenerators, SimulateWithACostPerComputation) {
       "the cost of 0F0 must be finite and non-negative, got -1");
 }
 
+// Zero Bubble's claim: deferring W cuts 1F1B's idle time (p-1)(F+I+W) to (p-1)(F+I-W), a third
+// with equal costs, on every rank, while every rank holds p micro-batches, as 1F1B's first does.
 TEST(ScheduleGenerators, ZeroBubbleH1IdlesAThirdOf1F1B) {
   for (const int p : {2, 3, 4, 8})
     for (int m = p; m <= 3 * p; ++m) {

@@ -1,8 +1,12 @@
 // Counting the kernels' work: a thread binds an OpCounts (OpCountScope, as MemoryScope binds a
 // memory tracker) and every kernel it calls adds one call, its arithmetic and the bytes of its
 // arguments under its op's name, on any device, shape-only (meta) tensors included: the planner
-// counts a rank's step without computing it (meshtrain/plan/rank_replay.h), and a real step
-// counts the same. Counting off costs a thread-local load and a branch per kernel.
+// counts a rank's step without computing it (meshtrain/plan/rank_replay.h), and a real step's
+// forward, backward and AdamW count the same (the trainer's gradient norm and clipping add a few
+// kernels without products). Counting off costs a thread-local load and a branch per kernel.
+//
+// An OpCounts is not synchronised: bind it to one thread at a time (one per rank). The section
+// is the thread's own (OpCountSection), whatever counts are bound.
 //
 // FLOPs are the kernels' multiply-adds (2 each) in their matrix products, as the CPU kernels
 // compute them: matmul 2MNK, a linear layer 2 N in out forward and as much for each gradient it

@@ -44,7 +44,7 @@ class Args {
   // entry point states.
   double bytes() const { return bytes_; }
   double flops() const { return flops_; }
-  void flops(double multiply_adds_times_two) { flops_ = multiply_adds_times_two; }
+  void set_flops(double flops) { flops_ = flops; }
 
   // An activation, parameter or gradient: f32 or bf16.
   void compute(const char* name, const Tensor& t) {
@@ -250,7 +250,7 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b, bool trans_a, b
              trans_a ? Shape{kAny, m} : Shape{m, kAny});
   const int64_t k = trans_a ? a.dim(0) : a.dim(1);
   args.shape("b", b, trans_b ? "[N, K] (trans_b)" : "[K, N]", trans_b ? Shape{n, k} : Shape{k, n});
-  args.flops(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
+  args.set_flops(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
   MT_DISPATCH(args, matmul, out, a, b, trans_a, trans_b, alpha, beta);
 }
 
@@ -267,7 +267,7 @@ void linear_forward(const Tensor& out, const Tensor& in, const Tensor& weight, c
   const int64_t rows = args.rows("in", in, "[N, in]", in_features);
   args.rows_like("out", out, "[N, out]", rows, out_features);
   if (has_bias) args.shape("bias", bias, "[out]", {out_features});
-  args.flops(2.0 * static_cast<double>(rows) * static_cast<double>(weight.numel()));
+  args.set_flops(2.0 * static_cast<double>(rows) * static_cast<double>(weight.numel()));
   MT_DISPATCH(args, linear_forward, out, in, weight, bias);
 }
 
@@ -288,7 +288,7 @@ void linear_backward(const Tensor& d_in, const Tensor& d_weight, const Tensor& d
   if (has_d_in) args.rows_like("d_in", d_in, "[N, in] like in", rows, in_features);
   if (has_d_bias) args.shape("d_bias", d_bias, "[out]", {out_features});
   const int gemms = (has_d_in ? 1 : 0) + (has_d_weight ? 1 : 0);
-  args.flops(2.0 * gemms * static_cast<double>(rows) * static_cast<double>(weight.numel()));
+  args.set_flops(2.0 * gemms * static_cast<double>(rows) * static_cast<double>(weight.numel()));
   MT_DISPATCH(args, linear_backward, d_in, d_weight, d_bias, d_out, in, weight);
 }
 
@@ -432,7 +432,8 @@ void attention_forward(const Tensor& out, const Tensor& qkv, int num_heads) {
   args.compute("out", out);
   const int64_t channels = attention_channels(args, qkv, num_heads);
   args.shape("out", out, "[B, T, C]", {qkv.dim(0), qkv.dim(1), channels});
-  args.flops(kAttentionForwardProducts * attention_product_flops(qkv.dim(0), qkv.dim(1), channels));
+  args.set_flops(kAttentionForwardProducts *
+                 attention_product_flops(qkv.dim(0), qkv.dim(1), channels));
   MT_DISPATCH(args, attention_forward, out, qkv, num_heads);
 }
 
@@ -445,8 +446,8 @@ void attention_backward(const Tensor& d_qkv, const Tensor& d_out, const Tensor& 
   const int64_t channels = attention_channels(args, qkv, num_heads);
   args.shape("d_out", d_out, "[B, T, C]", {qkv.dim(0), qkv.dim(1), channels});
   args.shape("d_qkv", d_qkv, "[B, T, 3C] like qkv", qkv.shape());
-  args.flops(kAttentionBackwardProducts *
-             attention_product_flops(qkv.dim(0), qkv.dim(1), channels));
+  args.set_flops(kAttentionBackwardProducts *
+                 attention_product_flops(qkv.dim(0), qkv.dim(1), channels));
   MT_DISPATCH(args, attention_backward, d_qkv, d_out, qkv, num_heads);
 }
 
@@ -459,7 +460,7 @@ void grouped_attention_forward(const Tensor& out, const Tensor& q, const Tensor&
   args.compute("out", out);
   grouped_head_dim(args, q, k, v, num_heads, num_kv_heads);
   args.shape("out", out, "[B, T, H * hd] like q", q.shape());
-  args.flops(kAttentionForwardProducts * attention_product_flops(q.dim(0), q.dim(1), q.dim(2)));
+  args.set_flops(kAttentionForwardProducts * attention_product_flops(q.dim(0), q.dim(1), q.dim(2)));
   MT_DISPATCH(args, grouped_attention_forward, out, q, k, v, num_heads, num_kv_heads);
 }
 
@@ -479,7 +480,8 @@ void grouped_attention_backward(const Tensor& d_q, const Tensor& d_k, const Tens
   args.shape("d_q", d_q, "[B, T, H * hd] like q", q.shape());
   args.shape("d_k", d_k, "[B, T, KV * hd] like k", k.shape());
   args.shape("d_v", d_v, "[B, T, KV * hd] like v", v.shape());
-  args.flops(kAttentionBackwardProducts * attention_product_flops(q.dim(0), q.dim(1), q.dim(2)));
+  args.set_flops(kAttentionBackwardProducts *
+                 attention_product_flops(q.dim(0), q.dim(1), q.dim(2)));
   MT_DISPATCH(args, grouped_attention_backward, d_q, d_k, d_v, d_out, q, k, v, num_heads,
               num_kv_heads);
 }

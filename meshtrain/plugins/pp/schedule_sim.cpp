@@ -41,8 +41,10 @@ Simulation simulate(const Schedule& schedule, const Costs& costs) {
         return costs.backward_input;
       case ActionKind::backward_weight:
         return costs.backward_weight;
-      default:
-        return costs.backward_input + costs.backward_weight;  // B
+      case ActionKind::full_backward:
+        return costs.backward_input + costs.backward_weight;
+      default:  // the replay asks computations only
+        throw InvalidArgument("simulate: no cost for the transfer " + to_string(a));
     }
   });
 }
