@@ -10,6 +10,7 @@
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/ops/cpu/cpu_threads.h"
 #include "meshtrain/core/ops/op_counts.h"
+#include "meshtrain/core/ops/ops.h"
 #include "meshtrain/core/trace/recorder.h"
 #include "meshtrain/mesh/device_mesh.h"
 #include "meshtrain/models/adamw.h"
@@ -101,6 +102,36 @@ KernelFit measure_all_gathers(int ranks) {
     }
   });
   return fit_kernel(samples);
+}
+
+// Seconds a small blocking collective adds between bursts of compute on `ranks` local ranks with
+// `threads` threads each: what a training step's collectives cost once the ranks arrive apart
+// and share the cores, beyond the compute itself (which the same loop without the collective
+// times, on every rank at once). Rank 0's view, the better of two tries.
+double measure_collective_under_load(int ranks, int threads) {
+  constexpr int kIterations = 20;
+  double added = 1e30;
+  spawn_ranks(ranks, [&](RankContext& ctx) {
+    ops::cpu::set_cpu_threads(threads);
+    const Tensor a = Tensor::zeros({192, 192}), out = Tensor::zeros({192, 192});
+    const Tensor in = Tensor::zeros({1024}), gathered = Tensor::zeros({1024 * ranks});
+    const auto loop = [&](bool collective) {
+      ctx.world.barrier()->wait();
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < kIterations; ++i) {
+        // Uneven bursts, so that the ranks arrive apart: rank r computes r % 3 + 1 products.
+        for (int k = 0; k <= ctx.rank % 3; ++k) ops::matmul(out, a, a, false, false, 1.0f, 0.0f);
+        if (collective) ctx.world.all_gather_into(gathered, in)->wait();
+      }
+      ctx.world.barrier()->wait();
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const double alone = loop(false), together = loop(true);
+      if (ctx.rank == 0) added = std::min(added, std::max(0.0, (together - alone) / kIterations));
+    }
+  });
+  return added;
 }
 
 }  // namespace
@@ -206,7 +237,12 @@ MachineProfile calibrate_this_machine(const CalibrationOptions& options) {
     for (const auto& [op, sample] : of_model) samples[op].push_back(sample);
   for (const auto& [op, of_op] : samples) profile.kernels[op] = fit_kernel(of_op);
   const KernelFit collectives = measure_all_gathers(options.ranks);
-  profile.intra_node_latency = profile.inter_node_latency = collectives.per_call;
+  // A call's latency as a step meets it: ranks arriving apart on shared cores, when that costs
+  // more than the idle fit's.
+  profile.intra_node_latency = profile.inter_node_latency = std::max(
+      collectives.per_call, measure_collective_under_load(options.ranks, options.threads_per_rank));
+  profile.cores = ops::cpu::available_cpus();
+  profile.threads_per_rank = options.threads_per_rank;
   if (collectives.per_unit > 0)
     profile.intra_node_bandwidth = profile.inter_node_bandwidth = 1 / collectives.per_unit;
   profile.check();

@@ -10,7 +10,10 @@
 //
 // Collectives: all-gathers of a range of sizes over local ranks (a thread each), fitted as
 // latency + bytes sent / bandwidth (the alpha-beta model), the same link within and across
-// "nodes" (one process). The fits are measured in f32; a bf16 layout uses them too.
+// "nodes" (one process); the latency is raised to what a small all-gather adds between uneven
+// bursts of compute when that is more (ranks arriving apart, sharing the cores). The profile
+// records the cores and threads per rank, so that layouts with more threads than cores stretch
+// their kernels (step_time.h). The fits are measured in f32; a bf16 layout uses them too.
 #pragma once
 
 #include <map>

@@ -108,6 +108,8 @@ std::string machine_profile_json(const MachineProfile& p) {
                                        {"devices_per_node", p.devices_per_node},
                                        {"device_memory", p.device_memory},
                                        {"comm_overlap", p.comm_overlap},
+                                       {"cores", p.cores},
+                                       {"threads_per_rank", p.threads_per_rank},
                                        {"kernels", kernels}};
   return json.dump(1) + "\n";
 }
@@ -127,6 +129,12 @@ MachineProfile parse_machine_profile(const std::string& text, const std::string&
     MT_CHECK(value.is_number(), origin, ": '", key, "' must be a number, got ", value.dump());
     return value.get<double>();
   };
+  const auto whole = [&](const char* key, int least) {
+    const double value = number(key);
+    MT_CHECK(value >= least && value <= (1 << 30) && value == std::floor(value), origin, ": '", key,
+             "' must be a whole number >= ", least, ", got ", value);
+    return static_cast<int>(value);
+  };
   MachineProfile p;
   MT_CHECK(field("name").is_string(), origin, ": 'name' must be a string");
   p.name = field("name").get<std::string>();
@@ -138,12 +146,11 @@ MachineProfile parse_machine_profile(const std::string& text, const std::string&
   p.inter_node_bandwidth = number("inter_node_bandwidth");
   p.intra_node_latency = number("intra_node_latency");
   p.inter_node_latency = number("inter_node_latency");
-  const double per_node = number("devices_per_node");
-  MT_CHECK(per_node >= 1 && per_node <= (1 << 30) && per_node == std::floor(per_node), origin,
-           ": 'devices_per_node' must be a whole number >= 1, got ", per_node);
-  p.devices_per_node = static_cast<int>(per_node);
+  p.devices_per_node = whole("devices_per_node", 1);
   p.device_memory = number("device_memory");
   p.comm_overlap = number("comm_overlap");
+  p.cores = whole("cores", 0);
+  p.threads_per_rank = whole("threads_per_rank", 1);
   const nlohmann::json& kernels = field("kernels");
   MT_CHECK(kernels.is_object(), origin, ": 'kernels' must map op names to fits");
   for (const auto& [op, fit] : kernels.items()) {

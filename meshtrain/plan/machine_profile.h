@@ -54,6 +54,10 @@ struct MachineProfile {
   // beside the kernels (NCCL on its own stream), 0 where they take the kernels' cores (the local
   // backend with a core per rank).
   double comm_overlap = 1;
+  // CPU cores the ranks of a node share, each with threads_per_rank threads: more threads than
+  // cores stretch every rank's kernels by their ratio. 0: each device computes on its own (GPUs).
+  int cores = 0;
+  int threads_per_rank = 1;
   // Measured kernels by op name (a calibrated profile), in place of the roofline.
   std::map<std::string, KernelFit, std::less<>> kernels{};
 

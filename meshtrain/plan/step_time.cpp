@@ -59,13 +59,22 @@ struct RankTerms {
   RankStepTime time;
 };
 
+// How much slower each rank's kernels run for sharing the node's cores with the other ranks.
+double core_sharing(const MeshLayout& mesh, const MachineProfile& machine) {
+  if (machine.cores <= 0) return 1;
+  const double threads = static_cast<double>(std::min(mesh.size(), machine.devices_per_node)) *
+                         machine.threads_per_rank;
+  return std::max(1.0, threads / machine.cores);
+}
+
 RankTerms terms_of(const MeshLayout& mesh, int rank, const ReplayedRank& replayed, DType dtype,
                    const MachineProfile& machine) {
   RankTerms t;
+  const double sharing = core_sharing(mesh, machine);
   // Section by section, as the schedule charges them, so that the kernels outside the schedule
   // are exactly the rest.
   for (const auto& [section, by_op] : replayed.kernels.by_section()) {
-    const double seconds = kernel_seconds(by_op, dtype, machine);
+    const double seconds = sharing * kernel_seconds(by_op, dtype, machine);
     t.kernels += seconds;
     if (!section.empty()) t.scheduled += seconds;
   }
@@ -126,7 +135,8 @@ StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& w
       const auto section = kernels.by_section().find(to_string(a));
       MT_CHECK(section != kernels.by_section().end(), "the replay of pp rank ", pp_rank,
                " ran no kernels for ", to_string(a));
-      return kernel_seconds(section->second, dtype, machine) * stretch[pp_rank];
+      return core_sharing(mesh, machine) * kernel_seconds(section->second, dtype, machine) *
+             stretch[pp_rank];
     });
     for (size_t r = 0; r < terms.size(); ++r) {
       const int pp_rank = mesh.span_coordinate(static_cast<int>(r), mesh_axis::pp);

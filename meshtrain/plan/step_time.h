@@ -5,7 +5,8 @@
 //   kernels   each op's work at the machine's rate: max(FLOPs / GEMM rate of the compute dtype,
 //             bytes / memory bandwidth), a roofline per op (the compute dtype is FSDP's
 //             param_dtype, f32 without a data axis); or, for an op a calibrated profile measured,
-//             its fit: per_call x calls + per_unit x work (kernel_work).
+//             its fit: per_call x calls + per_unit x work (kernel_work). Ranks sharing a
+//             node's CPU cores (MachineProfile::cores) stretch them by threads over cores.
 //   comm      per group: bytes sent / the link's bandwidth + calls x its latency (a transfer's
 //             send and its receive each a call, on both ranks). A group whose
 //             ranks share a node (ranks are numbered tp fastest, devices_per_node to a node)

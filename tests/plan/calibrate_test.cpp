@@ -55,11 +55,15 @@ TEST(MachineProfiles, SurviveTheirJson) {
   MachineProfile p = machine_preset("cpu");
   p.kernels["matmul"] = {1.5e-6, 1.25e-11};
   p.kernels["add"] = {0, 2e-10};
+  p.cores = 16;
+  p.threads_per_rank = 2;
   const MachineProfile back = parse_machine_profile(machine_profile_json(p), "p.json");
   EXPECT_EQ(back.name, "cpu");
   EXPECT_EQ(back.devices_per_node, p.devices_per_node);
   EXPECT_DOUBLE_EQ(back.intra_node_bandwidth, p.intra_node_bandwidth);
   EXPECT_DOUBLE_EQ(back.comm_overlap, 0.0);
+  EXPECT_EQ(back.cores, 16);
+  EXPECT_EQ(back.threads_per_rank, 2);
   ASSERT_EQ(back.kernels.size(), 2u);
   EXPECT_DOUBLE_EQ(back.kernels.at("matmul").per_unit, 1.25e-11);
 

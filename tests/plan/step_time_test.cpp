@@ -79,6 +79,21 @@ TEST(StepTime, DataParallelTrafficHidesBehindCompute) {
   EXPECT_DOUBLE_EQ(p.step, 1.0);
 }
 
+// Four one-thread ranks on a node of two cores: each computes at half speed; two to a node, each
+// on a core of its own.
+TEST(StepTime, RanksSharingCoresStretchTheirKernels) {
+  MachineProfile shared = round_machine();
+  shared.cores = 2;
+  const auto one = rank_of(1.0, {{"dp_shard", 0, 0}, {"dp", 0, 0}});
+  const std::vector<ReplayedRank> four(4, one);
+  EXPECT_DOUBLE_EQ(predict_step_time(layout_of("dp_shard=4"), {}, four, shared).step, 2.0);
+  shared.threads_per_rank = 2;
+  EXPECT_DOUBLE_EQ(predict_step_time(layout_of("dp_shard=4"), {}, four, shared).step, 4.0);
+  shared.devices_per_node = 2;
+  shared.threads_per_rank = 1;
+  EXPECT_DOUBLE_EQ(predict_step_time(layout_of("dp_shard=4"), {}, four, shared).step, 1.0);
+}
+
 TEST(StepTime, TheSlowestRankSetsTheStep) {
   const StepTimePrediction p = predict_step_time(
       layout_of("tp=2"), {},
