@@ -10,7 +10,6 @@
 #include "meshtrain/cli/machine_flags.h"
 #include "meshtrain/cli/run_flags.h"
 #include "meshtrain/core/error.h"
-#include "meshtrain/core/ops/cpu/cpu_threads.h"
 #include "meshtrain/plan/machine_profile.h"
 #include "meshtrain/plan/rank_replay.h"
 #include "meshtrain/plan/step_time.h"
@@ -23,7 +22,6 @@ namespace {
 
 struct PlanFlags : RunFlags {
   std::shared_ptr<MachineFlags> machine = std::make_shared<MachineFlags>();
-  int threads = 0;  // CPU threads per rank while calibrating (0: the CPUs per rank)
   bool json = false;
 };
 
@@ -170,7 +168,7 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
   add_workload_flags(cmd, f);
   add_layout_flags(cmd, f, registries);
   add_machine_flags(cmd, f->machine, "h100-sxm");
-  cmd->add_option("--threads", f->threads,
+  cmd->add_option("--threads", f->config.threads,
                   "CPU threads per rank while calibrating (default: this machine's CPUs split "
                   "among --world ranks)")
       ->check(CLI::PositiveNumber);
@@ -188,10 +186,8 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // Under --json, stdout holds the JSON alone.
-    const int threads =
-        f->threads > 0 ? f->threads : std::max(1, ops::cpu::available_cpus() / c.world);
     MachineProfile machine =
-        machine_of(*f->machine, c.world, threads, f->json ? std::cerr : std::cout);
+        machine_of(*f->machine, c.world, c.threads_per_rank(), f->json ? std::cerr : std::cout);
     const Prediction predicted = predict(c, layout, plan_workload(c), ranks, machine);
     if (f->json)
       print_plan_json(c, layout, ranks, predicted, std::cout);

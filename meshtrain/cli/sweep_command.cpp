@@ -17,7 +17,6 @@
 #include "meshtrain/cli/machine_flags.h"
 #include "meshtrain/cli/run_flags.h"
 #include "meshtrain/core/error.h"
-#include "meshtrain/core/ops/cpu/cpu_threads.h"
 #include "meshtrain/plan/sweep.h"
 
 namespace meshtrain {
@@ -203,8 +202,7 @@ void add_sweep_command(CLI::App& app, const Registries& registries) {
       c.validate();
       configs.push_back(std::move(c));
     }
-    const int threads =
-        f->config.threads > 0 ? f->config.threads : std::max(1, ops::cpu::available_cpus() / world);
+    const int threads = f->config.threads_per_rank();
     const MachineProfile machine = machine_of(*f->machine, world, threads, std::cout);
     std::cout << "sweep: " << configs.front().model->describe() << " on " << world
               << " local ranks, " << threads << " thread(s) each, global batch " << f->config.batch
