@@ -34,7 +34,7 @@ struct Prediction {
 };
 
 Prediction predict(const TrainConfig& config, const PlanLayout& layout, const Workload& workload,
-                   const std::vector<ReplayedRank>& ranks, MachineProfile machine) {
+                   const RankReplays& ranks, MachineProfile machine) {
   Prediction p{.machine = std::move(machine)};
   p.time = predict_step_time(layout, workload, ranks, p.machine);
   const double tokens = static_cast<double>(workload.batch * workload.seq);
@@ -48,11 +48,11 @@ Prediction predict(const TrainConfig& config, const PlanLayout& layout, const Wo
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // The rank whose step peaks highest (the first of equals).
-size_t largest_peak(const std::vector<ReplayedRank>& ranks) {
-  const auto it = std::max_element(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) {
-    return a.memory.total.peak < b.memory.total.peak;
-  });
-  return static_cast<size_t>(it - ranks.begin());
+int largest_peak(const RankReplays& ranks) {
+  int largest = 0;
+  for (int r = 1; r < ranks.size(); ++r)
+    if (ranks[r].memory.total.peak > ranks[largest].memory.total.peak) largest = r;
+  return largest;
 }
 
 nlohmann::ordered_json rank_time_json(const RankStepTime& time) {
@@ -63,11 +63,11 @@ nlohmann::ordered_json rank_time_json(const RankStepTime& time) {
 
 // For scripts: the plan's figures, every rank's, in bytes and seconds.
 void print_plan_json(const TrainConfig& config, const PlanLayout& layout,
-                     const std::vector<ReplayedRank>& ranks, const Prediction& predicted,
+                     const RankReplays& ranks, const Prediction& predicted,
                      std::ostream& out) {
   const double capacity_bytes = predicted.machine.device_memory;
   nlohmann::ordered_json ranks_json = nlohmann::ordered_json::array();
-  for (size_t r = 0; r < ranks.size(); ++r) {
+  for (int r = 0; r < ranks.size(); ++r) {
     const MemoryStats& m = ranks[r].memory;
     nlohmann::ordered_json sent = nlohmann::ordered_json::object();
     for (const auto& [group, bytes] : ranks[r].sent) sent[group] = bytes;
@@ -85,7 +85,7 @@ void print_plan_json(const TrainConfig& config, const PlanLayout& layout,
                           {"sent", sent},
                           {"time", rank_time_json(predicted.time.ranks[r])}});
   }
-  const size_t largest = largest_peak(ranks);
+  const int largest = largest_peak(ranks);
   nlohmann::ordered_json plan = {
       {"model",
        {{"family", config.model->family()},
@@ -108,7 +108,7 @@ void print_plan_json(const TrainConfig& config, const PlanLayout& layout,
 }
 
 // The predicted step of the slowest rank, its terms, and the throughput they give.
-void print_step_time(const Prediction& p, size_t ranks, std::ostream& out) {
+void print_step_time(const Prediction& p, int ranks, std::ostream& out) {
   const RankStepTime& slowest = p.time.ranks[p.time.slowest];
   out << "\nstep time on " << p.machine.name
       << " (predicted: docs/planner.md): " << duration_text(p.time.step) << "\n";
@@ -127,7 +127,7 @@ void print_step_time(const Prediction& p, size_t ranks, std::ostream& out) {
 }
 
 void print_plan(const TrainConfig& config, const PlanLayout& layout,
-                const std::vector<ReplayedRank>& ranks, double seconds, const Prediction& predicted,
+                const RankReplays& ranks, double seconds, const Prediction& predicted,
                 std::ostream& out) {
   const double capacity_bytes = predicted.machine.device_memory;
   out << "plan: " << config.model->describe() << ", " << config.model->num_parameters()
@@ -141,14 +141,14 @@ void print_plan(const TrainConfig& config, const PlanLayout& layout,
       << line << " s; docs/planner.md)\n\n";
   std::vector<MemoryStats> memory;
   std::vector<BytesPerGroup> sent;
-  for (const ReplayedRank& r : ranks) {
-    memory.push_back(r.memory);
-    sent.push_back(r.sent);
+  for (int r = 0; r < ranks.size(); ++r) {
+    memory.push_back(ranks[r].memory);
+    sent.push_back(ranks[r].sent);
   }
   print_rank_tables(memory, sent, out);
-  const size_t largest = largest_peak(ranks);
+  const int largest = largest_peak(ranks);
   const double peak = static_cast<double>(ranks[largest].memory.total.peak);
-  std::snprintf(line, sizeof line, "%s: rank %zu peaks at %.1f GiB, %s %.1f GiB per device\n",
+  std::snprintf(line, sizeof line, "%s: rank %d peaks at %.1f GiB, %s %.1f GiB per device\n",
                 peak <= capacity_bytes ? "fits" : "does not fit", largest, peak / kGiB,
                 peak <= capacity_bytes ? "within" : "over", capacity_bytes / kGiB);
   out << "\n" << line;
@@ -182,7 +182,7 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
     c.check_layout();
     const PlanLayout layout = plan_layout(c);
     const auto start = std::chrono::steady_clock::now();
-    const std::vector<ReplayedRank> ranks = replay_ranks(*c.model, layout, plan_workload(c));
+    const RankReplays ranks = replay_ranks(*c.model, layout, plan_workload(c));
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // Under --json, stdout holds the JSON alone.

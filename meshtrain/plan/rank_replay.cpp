@@ -94,20 +94,39 @@ void check_replayable(const ModelSpec& spec, const PlanLayout& layout, const Wor
 
 }  // namespace
 
-std::vector<ReplayedRank> replay_ranks(const ModelSpec& spec, const PlanLayout& layout,
-                                       const Workload& workload) {
+RankReplays::RankReplays(std::vector<ReplayedRank> each_rank) : replays_(std::move(each_rank)) {
+  of_rank_.resize(replays_.size());
+  std::iota(of_rank_.begin(), of_rank_.end(), 0);
+}
+
+RankReplays::RankReplays(std::vector<ReplayedRank> replays, std::vector<int> of_rank)
+    : replays_(std::move(replays)), of_rank_(std::move(of_rank)) {
+  for (const int i : of_rank_)
+    MT_CHECK(i >= 0 && i < static_cast<int>(replays_.size()), "RankReplays: replay ", i,
+             " of ", replays_.size());
+}
+
+RankReplays replay_ranks(const ModelSpec& spec, const PlanLayout& layout, const Workload& workload,
+                         ReplayScope scope) {
   check_replayable(spec, layout, workload);
-  // (pp rank, tp rank, optimizer bytes): one replay per class of ranks that hold the same.
-  std::map<std::tuple<int, int, uint64_t>, ReplayedRank> by_class;
-  std::vector<ReplayedRank> out;
-  for (const RankModelState& r : model_state_bytes(spec, layout).ranks) {
-    const std::tuple key{r.pp_rank, r.tp_rank, r.bytes.optimizer};
-    auto it = by_class.find(key);
-    if (it == by_class.end())
-      it = by_class.emplace(key, replay(spec, layout, workload, r.rank)).first;
-    out.push_back(it->second);
+  std::vector<ReplayedRank> replays;
+  std::vector<int> of_rank;
+  if (scope == ReplayScope::stage_leaders) {
+    const int stages = layout.mesh.span_size(mesh_axis::pp);
+    const int per_stage = layout.mesh.size() / stages;  // pp is the slowest axis
+    for (int s = 0; s < stages; ++s) replays.push_back(replay(spec, layout, workload, s * per_stage));
+    for (int r = 0; r < layout.mesh.size(); ++r) of_rank.push_back(r / per_stage);
+    return RankReplays(std::move(replays), std::move(of_rank));
   }
-  return out;
+  // (pp rank, tp rank, optimizer bytes): one replay per class of ranks that hold the same.
+  std::map<std::tuple<int, int, uint64_t>, int> by_class;
+  for (const RankModelState& r : model_state_bytes(spec, layout).ranks) {
+    const auto [it, added] = by_class.emplace(std::tuple{r.pp_rank, r.tp_rank, r.bytes.optimizer},
+                                              static_cast<int>(replays.size()));
+    if (added) replays.push_back(replay(spec, layout, workload, r.rank));
+    of_rank.push_back(it->second);
+  }
+  return RankReplays(std::move(replays), std::move(of_rank));
 }
 
 }  // namespace meshtrain

@@ -44,7 +44,7 @@
 namespace meshtrain {
 
 struct ReplayedRank {
-  // The rank whose replay these figures are: this one, or one of its class (below).
+  // The rank whose replay these figures are: this one, or one that stands for it (below).
   int replayed = 0;
   // Over a step after the first (AdamW's moments held): held at its end, and its peaks.
   MemoryStats memory;
@@ -57,10 +57,44 @@ struct ReplayedRank {
   ops::OpCounts kernels;
 };
 
+// Every rank's replay, each replay held once for all the ranks it stands for (4096 ranks share
+// a few dozen).
+class RankReplays {
+ public:
+  RankReplays() = default;
+  // One replay per rank, each its own.
+  explicit RankReplays(std::vector<ReplayedRank> each_rank);
+  // Rank r's replay is replays[of_rank[r]]. InvalidArgument for an index out of range.
+  RankReplays(std::vector<ReplayedRank> replays, std::vector<int> of_rank);
+
+  int size() const { return static_cast<int>(of_rank_.size()); }  // the mesh's ranks
+  const ReplayedRank& operator[](int rank) const { return replays_[of_rank_.at(rank)]; }
+  // Each replay once, in the order of the first rank it stands for.
+  const std::vector<ReplayedRank>& distinct() const { return replays_; }
+  // Which of distinct() stands for `rank`.
+  int distinct_index(int rank) const { return of_rank_.at(rank); }
+
+ private:
+  std::vector<ReplayedRank> replays_;
+  std::vector<int> of_rank_;
+};
+
+// Which ranks replay_ranks replays.
+enum class ReplayScope {
+  // One per class of equal ranks (above): every rank's figures are its own.
+  every_class,
+  // One per pp rank, its first rank (tp rank 0, shard rank 0) standing for the rest of its
+  // stage: the layout search's (layout_search.h), a stage's cost whatever the mesh's size. TP
+  // splits evenly and FSDP pads only the last shards, so the first rank holds the most of the
+  // stage's ranks and computes as much: its figures are the stage's largest, exact for each
+  // rank where the shards split every parameter evenly.
+  stage_leaders,
+};
+
 // Every rank of the layout's mesh, by rank. InvalidArgument for a layout the run would refuse, a
 // workload the mesh cannot split (Workload::check) or longer than the model's context, a
 // schedule that cannot stream the micro-batches, and FSDP offload (whose host copies are real).
-std::vector<ReplayedRank> replay_ranks(const ModelSpec& model, const PlanLayout& layout,
-                                       const Workload& workload);
+RankReplays replay_ranks(const ModelSpec& model, const PlanLayout& layout,
+                         const Workload& workload, ReplayScope scope = ReplayScope::every_class);
 
 }  // namespace meshtrain

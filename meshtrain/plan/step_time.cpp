@@ -50,13 +50,10 @@ std::vector<std::pair<std::string, double>> comm_seconds(const MeshLayout& mesh,
   return out;
 }
 
-// One rank's terms before the pipeline: its kernels, and its communication split into what
-// stretches its computations (tp, pp) and what compute may hide (the data axes).
-struct RankTerms {
-  double kernels = 0;      // every kernel
-  double scheduled = 0;    // the kernels of the pipeline's computations
-  double serial_comm = 0;  // tp and pp
-  RankStepTime time;
+// A replay's kernels: all of them, and those of the pipeline's computations.
+struct KernelTerms {
+  double kernels = 0;
+  double scheduled = 0;
 };
 
 // How much slower each rank's kernels run for sharing the node's cores with the other ranks.
@@ -67,9 +64,9 @@ double core_sharing(const MeshLayout& mesh, const MachineProfile& machine) {
   return std::max(1.0, threads / machine.cores);
 }
 
-RankTerms terms_of(const MeshLayout& mesh, int rank, const ReplayedRank& replayed, DType dtype,
-                   const MachineProfile& machine) {
-  RankTerms t;
+KernelTerms kernel_terms(const MeshLayout& mesh, const ReplayedRank& replayed, DType dtype,
+                         const MachineProfile& machine) {
+  KernelTerms t;
   const double sharing = core_sharing(mesh, machine);
   // Section by section, as the schedule charges them, so that the kernels outside the schedule
   // are exactly the rest.
@@ -78,16 +75,30 @@ RankTerms terms_of(const MeshLayout& mesh, int rank, const ReplayedRank& replaye
     t.kernels += seconds;
     if (!section.empty()) t.scheduled += seconds;
   }
+  return t;
+}
+
+// One rank's terms before the pipeline: its kernels, and its communication split into what
+// stretches its computations (tp, pp) and what compute may hide (the data axes).
+struct RankTerms {
+  KernelTerms kernels;
+  double serial_comm = 0;  // tp and pp
+  RankStepTime time;
+};
+
+RankTerms terms_of(const MeshLayout& mesh, int rank, const ReplayedRank& replayed,
+                   const KernelTerms& kernels, const MachineProfile& machine) {
+  RankTerms t{.kernels = kernels, .serial_comm = 0, .time = {}};
   const std::vector<std::pair<std::string, double>> comm =
       comm_seconds(mesh, rank, replayed, machine);
   double data = 0;
   for (const auto& [group, seconds] : comm) (is_data_axis(group) ? data : t.serial_comm) += seconds;
   const double hidden_share =
-      data > 0 ? std::min(1.0, machine.comm_overlap * t.kernels / data) : 0.0;
+      data > 0 ? std::min(1.0, machine.comm_overlap * kernels.kernels / data) : 0.0;
   for (const auto& [group, seconds] : comm)
     t.time.exposed_comm.emplace_back(group,
                                      is_data_axis(group) ? seconds * (1 - hidden_share) : seconds);
-  t.time.compute = t.kernels;
+  t.time.compute = kernels.kernels;
   return t;
 }
 
@@ -106,21 +117,24 @@ double RankStepTime::total_exposed_comm() const {
 }
 
 StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& workload,
-                                     const std::vector<ReplayedRank>& replayed,
-                                     const MachineProfile& machine) {
+                                     const RankReplays& replayed, const MachineProfile& machine) {
   machine.check();
   const MeshLayout& mesh = layout.mesh;
-  MT_CHECK(static_cast<int>(replayed.size()) == mesh.size(), "predict_step_time: ", replayed.size(),
+  MT_CHECK(replayed.size() == mesh.size(), "predict_step_time: ", replayed.size(),
            " replayed ranks for the ", mesh.size(), " ranks of ", mesh.to_string());
   const DType dtype = compute_dtype(layout);
+  std::vector<KernelTerms> kernels;  // per distinct replay
+  for (const ReplayedRank& r : replayed.distinct())
+    kernels.push_back(kernel_terms(mesh, r, dtype, machine));
   std::vector<RankTerms> terms;
   for (int r = 0; r < mesh.size(); ++r)
-    terms.push_back(terms_of(mesh, r, replayed[r], dtype, machine));
+    terms.push_back(
+        terms_of(mesh, r, replayed[r], kernels[replayed.distinct_index(r)], machine));
 
   std::vector<double> own(terms.size());  // each rank's step, before waiting for the others
   if (!layout.pipelined()) {
     for (size_t r = 0; r < terms.size(); ++r)
-      own[r] = terms[r].kernels + terms[r].time.total_exposed_comm();
+      own[r] = terms[r].kernels.kernels + terms[r].time.total_exposed_comm();
   } else {
     // The pipeline of rank 0's data and tp coordinates: its pp ranks' computations.
     const Schedule schedule = make_schedule(layout.pp.schedule, mesh.axis_size(mesh_axis::pp),
@@ -128,7 +142,9 @@ StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& w
     const std::vector<int> pipeline = mesh.group_of(0, {std::string(mesh_axis::pp)});
     std::vector<double> stretch;  // per pp rank: its serial comm spread over its computations
     for (const int r : pipeline)
-      stretch.push_back(terms[r].scheduled > 0 ? 1 + terms[r].serial_comm / terms[r].scheduled : 1);
+      stretch.push_back(terms[r].kernels.scheduled > 0
+                            ? 1 + terms[r].serial_comm / terms[r].kernels.scheduled
+                            : 1);
     const Simulation sim = simulate(schedule, [&](const Action& a) {
       const int pp_rank = schedule.rank_of(a.stage);
       const ops::OpCounts& kernels = replayed[pipeline[pp_rank]].kernels;
@@ -144,7 +160,7 @@ StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& w
       for (const auto& [group, seconds] : terms[r].time.exposed_comm)
         if (is_data_axis(group)) data += seconds;
       terms[r].time.bubble = sim.idle[pp_rank];
-      own[r] = sim.makespan + (terms[r].kernels - terms[r].scheduled) + data;
+      own[r] = sim.makespan + (terms[r].kernels.kernels - terms[r].kernels.scheduled) + data;
     }
   }
   StepTimePrediction out;

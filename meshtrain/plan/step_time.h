@@ -63,7 +63,6 @@ DType compute_dtype(const PlanLayout& layout);
 // `replayed`: replay_ranks(model, layout, workload). InvalidArgument for a profile that fails
 // its check or replays of another mesh.
 StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& workload,
-                                     const std::vector<ReplayedRank>& replayed,
-                                     const MachineProfile& machine);
+                                     const RankReplays& replayed, const MachineProfile& machine);
 
 }  // namespace meshtrain

@@ -33,9 +33,9 @@ SweepFigures measure(const TrainConfig& config) {
 SweepFigures predict(const TrainConfig& config, const MachineProfile& machine) {
   const PlanLayout layout = plan_layout(config);
   const Workload workload = plan_workload(config);
-  const std::vector<ReplayedRank> ranks = replay_ranks(*config.model, layout, workload);
+  const RankReplays ranks = replay_ranks(*config.model, layout, workload);
   SweepFigures out{.step_s = predict_step_time(layout, workload, ranks, machine).step};
-  for (const ReplayedRank& r : ranks) {
+  for (const ReplayedRank& r : ranks.distinct()) {
     out.peak = std::max<uint64_t>(out.peak, r.memory.total.peak);
     uint64_t sent = 0;
     for (const auto& [group, bytes] : r.sent) sent += bytes;

@@ -41,7 +41,7 @@ TEST(MeasureKernels, TimesTheKernelsTheReplayCounts) {
   const Workload workload{.batch = 4, .seq = 13, .micro_batches = 2};
   const std::map<std::string, KernelSample> measured = measure_kernels(*gpt2, workload, 2);
   const PlanLayout single{.mesh = parse_mesh_spec("dp_shard=1")};
-  const ops::OpCounts::ByOp counted = replay_ranks(*gpt2, single, workload).front().kernels.by_op();
+  const ops::OpCounts::ByOp counted = replay_ranks(*gpt2, single, workload)[0].kernels.by_op();
   ASSERT_EQ(measured.size(), counted.size());
   for (const auto& [op, work] : counted) {
     const KernelSample& sample = measured.at(op);

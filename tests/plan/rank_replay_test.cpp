@@ -44,11 +44,10 @@ TrainConfig dry_config(const ModelSpecPtr& model, const LayoutCase& k) {
 
 // Every rank's replay against the dry run of `c` (a configuration on the meta device).
 void expect_as_dry_run(const TrainConfig& c) {
-  const std::vector<ReplayedRank> predicted =
-      replay_ranks(*c.model, plan_layout(c), plan_workload(c));
+  const RankReplays predicted = replay_ranks(*c.model, plan_layout(c), plan_workload(c));
   const DryRun dry = dry_run(c);
-  ASSERT_EQ(predicted.size(), dry.ranks.size());
-  for (size_t r = 0; r < predicted.size(); ++r) {
+  ASSERT_EQ(static_cast<size_t>(predicted.size()), dry.ranks.size());
+  for (int r = 0; r < predicted.size(); ++r) {
     EXPECT_EQ(predicted[r].sent, dry.ranks[r].sent) << "rank " << r;
     const MemoryStats& got = predicted[r].memory;
     const MemoryStats& want = dry.ranks[r].memory;
@@ -102,8 +101,8 @@ const LayoutCase kCases[] = {
 // The step's FLOPs summed over the ranks of `c`'s layout.
 double total_flops(const TrainConfig& c, const PlanLayout& layout) {
   double sum = 0.0;
-  for (const ReplayedRank& r : replay_ranks(*c.model, layout, plan_workload(c)))
-    sum += r.kernels.total().flops;
+  const RankReplays replays = replay_ranks(*c.model, layout, plan_workload(c));
+  for (int r = 0; r < replays.size(); ++r) sum += replays[r].kernels.total().flops;
   return sum;
 }
 
@@ -157,20 +156,18 @@ TEST(ReplayedRanks, OfLlama3_70bOn4096RanksWithinThePlannersBudget) {
   c.set("tp", "sequence_parallel", "true");
   c.set("fsdp", "param_dtype", "bf16");
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<ReplayedRank> ranks = replay_ranks(*c.model, plan_layout(c), plan_workload(c));
+  const RankReplays ranks = replay_ranks(*c.model, plan_layout(c), plan_workload(c));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 10.0);  // what `meshtrain plan` may take in all; 0.3 s here
-  ASSERT_EQ(ranks.size(), 4096u);
+  ASSERT_EQ(ranks.size(), 4096);
   // One replay per (pp, tp) coordinate, and a second on the first and last stages: a tp rank's
   // 128256 / 8 = 16032 vocabulary rows of the embedding and the head split unevenly over 64
   // shards (251 rows each, the last shard 219).
-  std::set<int> replayed;
-  for (const ReplayedRank& r : ranks) replayed.insert(r.replayed);
-  EXPECT_EQ(replayed.size(), 64u + 8 + 8);
+  EXPECT_EQ(ranks.distinct().size(), 64u + 8 + 8);
   // 1F1B keeps up to 8 micro-batches in flight on the first stage, one on the last.
-  EXPECT_GT(ranks.front().memory[MemoryCategory::activation].peak,
-            ranks.back().memory[MemoryCategory::activation].peak);
+  EXPECT_GT(ranks[0].memory[MemoryCategory::activation].peak,
+            ranks[4095].memory[MemoryCategory::activation].peak);
 }
 
 // A single rank's step computes each linear layer's three GEMMs (forward, input gradient, weight
@@ -182,7 +179,7 @@ TEST(ReplayedRanks, CountTheStepsKernels) {
   const double tokens = 4.0 * 13;
   const PlanLayout single{.mesh = parse_mesh_spec("dp_shard=1")};
   const auto step_flops = [&](const ModelSpec& spec) {
-    return replay_ranks(spec, single, workload).front().kernels.total().flops;
+    return replay_ranks(spec, single, workload)[0].kernels.total().flops;
   };
   const GPT2Config g = uneven_model();                         // V=67 d=24 L=2
   const double gpt2_linear = 12.0 * g.layers * g.dim * g.dim;  // c_attn, c_proj, c_fc, mlp c_proj
@@ -195,7 +192,7 @@ TEST(ReplayedRanks, CountTheStepsKernels) {
   EXPECT_DOUBLE_EQ(step_flops(*llama_model(l)), tokens * (6.0 * (llama_linear + l.vocab * l.dim) +
                                                           14.0 * l.layers * 13 * l.dim));
 
-  const ops::OpCounts kernels = replay_ranks(*gpt2_model(g), single, workload).front().kernels;
+  const ops::OpCounts kernels = replay_ranks(*gpt2_model(g), single, workload)[0].kernels;
   // Two micro-batches: each block's attention once forward and once backward per micro-batch.
   EXPECT_EQ(kernels.by_op().at("attention_forward").calls, 2 * g.layers);
   EXPECT_EQ(kernels.by_op().at("attention_backward").calls, 2 * g.layers);
@@ -210,8 +207,7 @@ TEST(ReplayedRanks, CountTheFlopsARealStepComputes) {
                   {"pp2_fsdp2_tp2_sp", "pp=2,dp_shard=2,tp=2",
                    PluginOptions{{"tp", {{"sequence_parallel", "true"}}}}, 2, AcMode::full});
   c.batch = 8;
-  const std::vector<ReplayedRank> replayed =
-      replay_ranks(*c.model, plan_layout(c), plan_workload(c));
+  const RankReplays replayed = replay_ranks(*c.model, plan_layout(c), plan_workload(c));
   std::vector<double> measured(replayed.size());
   with_trainers(c, [&](Trainer& trainer, MemoryTracker&) {
     ops::OpCounts counts;
@@ -219,7 +215,7 @@ TEST(ReplayedRanks, CountTheFlopsARealStepComputes) {
     trainer.step();
     measured[trainer.mesh().rank()] = counts.total().flops;
   });
-  for (size_t r = 0; r < replayed.size(); ++r) {
+  for (int r = 0; r < replayed.size(); ++r) {
     EXPECT_GT(measured[r], 0.0);
     EXPECT_DOUBLE_EQ(replayed[r].kernels.total().flops, measured[r]) << "rank " << r;
   }
@@ -228,8 +224,8 @@ TEST(ReplayedRanks, CountTheFlopsARealStepComputes) {
 // Uneven shards: a class per distinct boundary, each rank's figures its class's replay.
 TEST(ReplayedRanks, ReplayOncePerClassOfEqualShards) {
   const TrainConfig c = dry_config(gpt2_model(uneven_model()), {"fsdp3", "dp_shard=3", {}});
-  const std::vector<ReplayedRank> ranks = replay_ranks(*c.model, plan_layout(c), plan_workload(c));
-  ASSERT_EQ(ranks.size(), 3u);
+  const RankReplays ranks = replay_ranks(*c.model, plan_layout(c), plan_workload(c));
+  ASSERT_EQ(ranks.size(), 3);
   EXPECT_EQ(ranks[0].replayed, 0);
   EXPECT_EQ(ranks[2].replayed, 2);  // the last shard holds fewer real rows
   EXPECT_LT(ranks[2].memory[MemoryCategory::optimizer].current,

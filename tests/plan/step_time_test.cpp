@@ -44,25 +44,28 @@ ReplayedRank rank_of(double seconds,
 
 PlanLayout layout_of(const std::string& mesh) { return {.mesh = parse_mesh_spec(mesh)}; }
 
+// Each rank its own replay.
+RankReplays each(std::vector<ReplayedRank> ranks) { return RankReplays(std::move(ranks)); }
+
 TEST(StepTime, KernelsAtTheRooflineOfEachOp) {
   ReplayedRank r;
   r.sent = {{"dp_shard", 0}, {"dp", 0}};
   r.calls = r.sent;
   r.kernels.add("matmul", 2e9, 1e6);  // 2 s of GEMM, its bytes hidden under it
   r.kernels.add("add", 0, 5e8);       // 0.5 s of memory traffic
-  const StepTimePrediction p = predict_step_time(layout_of("dp_shard=1"), {}, {r}, round_machine());
+  const StepTimePrediction p = predict_step_time(layout_of("dp_shard=1"), {}, each({r}), round_machine());
   EXPECT_DOUBLE_EQ(p.step, 2.5);
   EXPECT_DOUBLE_EQ(p.ranks[0].compute, 2.5);
 }
 
 TEST(StepTime, TensorParallelTrafficIsExposed) {
   const auto tp = rank_of(1.0, {{"tp", 100'000'000, 10}, {"dp", 0, 0}});
-  const StepTimePrediction p = predict_step_time(layout_of("tp=2"), {}, {tp, tp}, round_machine());
+  const StepTimePrediction p = predict_step_time(layout_of("tp=2"), {}, each({tp, tp}), round_machine());
   EXPECT_DOUBLE_EQ(p.ranks[1].exposed_comm[0].second, 1.0 + 10 * 1e-3);
   EXPECT_DOUBLE_EQ(p.step, 2.01);
   // A node of one device: the tp group crosses nodes.
   const StepTimePrediction apart =
-      predict_step_time(layout_of("tp=2"), {}, {tp, tp}, round_machine(1));
+      predict_step_time(layout_of("tp=2"), {}, each({tp, tp}), round_machine(1));
   EXPECT_DOUBLE_EQ(apart.step, 1.0 + 10.0 + 10 * 1e-2);
 }
 
@@ -70,11 +73,11 @@ TEST(StepTime, DataParallelTrafficHidesBehindCompute) {
   // 3 s of FSDP traffic against 1 s of kernels: 2 s exposed; 0.5 s would be hidden whole.
   const auto heavy = rank_of(1.0, {{"dp_shard", 0, 0}, {"dp", 300'000'000, 0}});
   StepTimePrediction p =
-      predict_step_time(layout_of("dp_shard=2"), {}, {heavy, heavy}, round_machine());
+      predict_step_time(layout_of("dp_shard=2"), {}, each({heavy, heavy}), round_machine());
   EXPECT_DOUBLE_EQ(p.ranks[0].exposed_comm[1].second, 2.0);
   EXPECT_DOUBLE_EQ(p.step, 3.0);
   const auto light = rank_of(1.0, {{"dp_shard", 0, 0}, {"dp", 50'000'000, 0}});
-  p = predict_step_time(layout_of("dp_shard=2"), {}, {light, light}, round_machine());
+  p = predict_step_time(layout_of("dp_shard=2"), {}, each({light, light}), round_machine());
   EXPECT_DOUBLE_EQ(p.ranks[0].total_exposed_comm(), 0.0);
   EXPECT_DOUBLE_EQ(p.step, 1.0);
 }
@@ -85,7 +88,7 @@ TEST(StepTime, RanksSharingCoresStretchTheirKernels) {
   MachineProfile shared = round_machine();
   shared.cores = 2;
   const auto one = rank_of(1.0, {{"dp_shard", 0, 0}, {"dp", 0, 0}});
-  const std::vector<ReplayedRank> four(4, one);
+  const RankReplays four = each(std::vector<ReplayedRank>(4, one));
   EXPECT_DOUBLE_EQ(predict_step_time(layout_of("dp_shard=4"), {}, four, shared).step, 2.0);
   shared.threads_per_rank = 2;
   EXPECT_DOUBLE_EQ(predict_step_time(layout_of("dp_shard=4"), {}, four, shared).step, 4.0);
@@ -97,7 +100,7 @@ TEST(StepTime, RanksSharingCoresStretchTheirKernels) {
 TEST(StepTime, TheSlowestRankSetsTheStep) {
   const StepTimePrediction p = predict_step_time(
       layout_of("tp=2"), {},
-      {rank_of(1.0, {{"tp", 0, 0}, {"dp", 0, 0}}), rank_of(1.5, {{"tp", 0, 0}, {"dp", 0, 0}})},
+      each({rank_of(1.0, {{"tp", 0, 0}, {"dp", 0, 0}}), rank_of(1.5, {{"tp", 0, 0}, {"dp", 0, 0}})}),
       round_machine());
   EXPECT_EQ(p.slowest, 1);
   EXPECT_DOUBLE_EQ(p.step, 1.5);
@@ -132,7 +135,7 @@ TEST(StepTime, APipelinesBubbleIsTheSchedulesClosedForm) {
     const Schedule schedule = make_schedule(kind, p, m);
     const StepTimePrediction predicted =
         predict_step_time(layout, {.batch = m, .seq = 1, .micro_batches = m},
-                          pipeline_ranks(schedule, forward, backward, after), round_machine());
+                          each(pipeline_ranks(schedule, forward, backward, after)), round_machine());
     EXPECT_DOUBLE_EQ(predicted.step, (m + p - 1) * (forward + backward) + after);
     for (const RankStepTime& rank : predicted.ranks) {
       EXPECT_DOUBLE_EQ(rank.bubble, (p - 1) * (forward + backward));
@@ -151,15 +154,15 @@ TEST(StepTime, OfReplayedStepsIsTheirGemmsOnAMachineOfFreeTraffic) {
   const ModelSpecPtr gpt2 = gpt2_model(uneven_model());
   const Workload workload{.batch = 8, .seq = 13, .micro_batches = 2};
   const PlanLayout single = layout_of("dp_shard=1");
-  const std::vector<ReplayedRank> one = replay_ranks(*gpt2, single, workload);
+  const RankReplays one = replay_ranks(*gpt2, single, workload);
   EXPECT_DOUBLE_EQ(predict_step_time(single, workload, one, free_traffic).step,
                    one[0].kernels.total().flops / 1e9);
 
   PlanLayout layout = layout_of("pp=2,dp_shard=2,tp=2");
   layout.pp.schedule = ScheduleKind::one_f_one_b;
-  const std::vector<ReplayedRank> ranks = replay_ranks(*gpt2, layout, workload);
+  const RankReplays ranks = replay_ranks(*gpt2, layout, workload);
   const StepTimePrediction p = predict_step_time(layout, workload, ranks, free_traffic);
-  for (size_t r = 0; r < ranks.size(); ++r) {
+  for (int r = 0; r < ranks.size(); ++r) {
     EXPECT_DOUBLE_EQ(p.ranks[r].compute, ranks[r].kernels.total().flops / 1e9);
     EXPECT_GE(p.step, p.ranks[r].compute);
     EXPECT_GT(p.ranks[r].bubble, 0.0) << "rank " << r;
@@ -172,10 +175,10 @@ TEST(StepTime, RefusesAnUnusableMachineOrReplaysOfAnotherMesh) {
   MachineProfile broken = round_machine();
   broken.memory_bandwidth = 0;
   expect_error<InvalidArgument>(
-      [&] { predict_step_time(layout_of("dp_shard=1"), {}, {one}, broken); },
+      [&] { predict_step_time(layout_of("dp_shard=1"), {}, each({one}), broken); },
       "memory_bandwidth must be positive");
   expect_error<InvalidArgument>(
-      [&] { predict_step_time(layout_of("dp_shard=2"), {}, {one}, round_machine()); },
+      [&] { predict_step_time(layout_of("dp_shard=2"), {}, each({one}), round_machine()); },
       "1 replayed ranks for the 2 ranks");
 }
 
