@@ -7,13 +7,14 @@
 #include <string>
 
 #include "meshtrain/cli/commands.h"
+#include "meshtrain/cli/layout_search_output.h"
 #include "meshtrain/cli/machine_flags.h"
 #include "meshtrain/cli/run_flags.h"
 #include "meshtrain/core/error.h"
+#include "meshtrain/plan/layout_search.h"
 #include "meshtrain/plan/machine_profile.h"
 #include "meshtrain/plan/rank_replay.h"
 #include "meshtrain/plan/step_time.h"
-#include "meshtrain/train/device_peak.h"
 #include "meshtrain/train/dry_run.h"
 
 namespace meshtrain {
@@ -23,25 +24,21 @@ namespace {
 struct PlanFlags : RunFlags {
   std::shared_ptr<MachineFlags> machine = std::make_shared<MachineFlags>();
   bool json = false;
+  int top = 10;
 };
 
 // What the plan predicts beyond the replays, and on what.
 struct Prediction {
   MachineProfile machine;
   StepTimePrediction time{};
-  double tokens_per_s = 0;  // all ranks together
-  double mfu = 0;           // model FLOPs per second over the ranks' dense peak
+  Throughput throughput{};
 };
 
 Prediction predict(const TrainConfig& config, const PlanLayout& layout, const Workload& workload,
                    const RankReplays& ranks, MachineProfile machine) {
   Prediction p{.machine = std::move(machine)};
   p.time = predict_step_time(layout, workload, ranks, p.machine);
-  const double tokens = static_cast<double>(workload.batch * workload.seq);
-  p.tokens_per_s = tokens / p.time.step;
-  p.mfu =
-      model_flop_utilisation(config.model->training_flops(tokens, workload.seq) / p.time.step,
-                             p.machine.dense_peak_flops(compute_dtype(layout)), layout.mesh.size());
+  p.throughput = predicted_throughput(*config.model, layout, workload, p.time.step, p.machine);
   return p;
 }
 
@@ -100,9 +97,9 @@ void print_plan_json(const TrainConfig& config, const PlanLayout& layout,
       {"fits", static_cast<double>(ranks[largest].memory.total.peak) <= capacity_bytes},
       {"step_seconds", predicted.time.step},
       {"slowest_rank", predicted.time.slowest},
-      {"tokens_per_s", predicted.tokens_per_s},
-      {"tokens_per_s_per_device", predicted.tokens_per_s / static_cast<double>(ranks.size())},
-      {"mfu", predicted.mfu}};
+      {"tokens_per_s", predicted.throughput.tokens_per_s},
+      {"tokens_per_s_per_device", predicted.throughput.tokens_per_s / static_cast<double>(ranks.size())},
+      {"mfu", predicted.throughput.mfu}};
   plan["ranks"] = std::move(ranks_json);
   out << plan.dump(1) << "\n";
 }
@@ -121,8 +118,8 @@ void print_step_time(const Prediction& p, int ranks, std::ostream& out) {
       << (exposed.empty() ? "" : exposed + ")") << ", pipeline bubble "
       << duration_text(slowest.bubble) << "\n";
   char line[160];
-  std::snprintf(line, sizeof line, "  %.0f tokens/s, %.1f per device; MFU %.1f%%\n", p.tokens_per_s,
-                p.tokens_per_s / static_cast<double>(ranks), 100 * p.mfu);
+  std::snprintf(line, sizeof line, "  %.0f tokens/s, %.1f per device; MFU %.1f%%\n", p.throughput.tokens_per_s,
+                p.throughput.tokens_per_s / static_cast<double>(ranks), 100 * p.throughput.mfu);
   out << line;
 }
 
@@ -155,6 +152,34 @@ void print_plan(const TrainConfig& config, const PlanLayout& layout,
   print_step_time(predicted, ranks.size(), out);
 }
 
+// Without --mesh: every layout of the search space, ranked (meshtrain/plan/layout_search.h).
+void search(const CLI::App& cmd, const PlanFlags& f) {
+  for (const char* flag : {"--fsdp", "--pp-schedule", "--virtual", "--sequence-parallel", "--ac",
+                           "--grad-accum", "--pp-layers", "--axis-plugins"})
+    MT_CHECK(cmd.count(flag) == 0, flag,
+             " sets part of one layout, which the search chooses itself: give --mesh with it to "
+             "plan that layout, or leave it out to search them all (docs/planner.md)");
+  const TrainConfig& c = f.config;
+  const MachineProfile machine =
+      machine_of(*f.machine, c.world, c.threads_per_rank(), f.json ? std::cerr : std::cout);
+  const SearchSpace space{.world = c.world,
+                          .workload = {.batch = c.batch, .seq = c.seq},
+                          .base = plan_layout(c)};
+  const auto start = std::chrono::steady_clock::now();
+  const LayoutSearch found = search_layouts(*c.model, space, machine);
+  const SearchReport report{
+      .model = *c.model,
+      .space = space,
+      .machine = machine,
+      .search = found,
+      .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+      .top = f.top};
+  if (f.json)
+    print_layout_search_json(report, std::cout);
+  else
+    print_layout_search(report, std::cout);
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app, const Registries& registries) {
@@ -162,7 +187,8 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
       "plan",
       "Predict a layout's memory per rank by category, bytes sent per mesh axis and step time, "
       "for any world size, in a second, by replaying each rank's step alone on shape-only "
-      "tensors (docs/planner.md)");
+      "tensors; without --mesh, search the layouts of --world devices and rank them by "
+      "predicted throughput (docs/planner.md)");
   auto f = std::make_shared<PlanFlags>();
   add_model_choice_flags(cmd, f, registries.models);
   add_workload_flags(cmd, f);
@@ -172,13 +198,17 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
                   "CPU threads per rank while calibrating (default: this machine's CPUs split "
                   "among --world ranks)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--gpus", f->config.world, "devices to search layouts for: --world");
+  cmd->add_option("--top", f->top, "layouts shown of those that fit and of those that do not")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", f->json,
                 "print the plan as JSON instead of tables: the model, layout and workload, and "
                 "each rank's memory by category and bytes sent per group, in bytes");
-  cmd->callback([f, &registries] {
+  cmd->callback([cmd, f, &registries] {
     apply_run_flags(*f, registries);
     TrainConfig& c = f->config;
     c.device = DeviceKind::meta;
+    if (f->mesh.empty()) return search(*cmd, *f);
     c.check_layout();
     const PlanLayout layout = plan_layout(c);
     const auto start = std::chrono::steady_clock::now();

@@ -152,4 +152,12 @@ ModelStatePrediction model_state_bytes(const ModelSpec& spec, const PlanLayout& 
   return prediction;
 }
 
+ModelStateBytes stage_leader_model_state(const ModelSpec& spec, const PlanLayout& layout,
+                                        int pp_rank) {
+  check_layout(spec, layout);
+  RankModel rank_model(spec, layout, pp_rank, /*tp_rank=*/0);
+  return layout.data_parallel() ? fsdp_shards(rank_model, layout).front()
+                                : whole_parameters(rank_model.model());
+}
+
 }  // namespace meshtrain

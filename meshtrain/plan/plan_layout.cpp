@@ -6,6 +6,7 @@
 #include "meshtrain/mesh/axis_names.h"
 #include "meshtrain/plugins/builtin_strategies.h"
 #include "meshtrain/plugins/fsdp/fsdp_strategy.h"
+#include "meshtrain/plugins/pp/schedule_generators.h"
 #include "meshtrain/train/bound_strategies.h"
 
 namespace meshtrain {
@@ -57,7 +58,9 @@ std::string PlanLayout::to_string() const {
   if (data_parallel())
     out += detail::concat(" fsdp=", fsdp_mode_name(fsdp.mode),
                           " param_dtype=", dtype_name(fsdp.param_dtype));
+  if (pipelined()) out += detail::concat(" schedule=", schedule_kind_name(pp.schedule));
   if (pipelined() && pp.virtual_stages > 1) out += detail::concat(" virtual=", pp.virtual_stages);
+  if (tensor_parallel() && tp.sequence_parallel) out += " sp";
   if (ac.mode != AcMode::none) out += detail::concat(" ac=", ac_mode_name(ac.mode));
   if (ac.mode == AcMode::selective) out += detail::concat(" ac_every=", ac.every);
   return out;

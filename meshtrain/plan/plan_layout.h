@@ -39,7 +39,8 @@ struct PlanLayout {
   std::string fsdp_shard_axis() const;
   int fsdp_shard_size() const;  // the ranks of that group (1: none)
 
-  // "pp=2,dp_shard=2,tp=2 fsdp=full param_dtype=bf16 ac=selective ac_every=2".
+  // "pp=2,dp_shard=2,tp=2 fsdp=full param_dtype=bf16 schedule=interleaved virtual=2 sp
+  // ac=selective ac_every=2": the mesh, then what its axes' strategies and the engine do.
   std::string to_string() const;
 };
 

@@ -106,20 +106,13 @@ RankReplays::RankReplays(std::vector<ReplayedRank> replays, std::vector<int> of_
              " of ", replays_.size());
 }
 
-RankReplays replay_ranks(const ModelSpec& spec, const PlanLayout& layout, const Workload& workload,
-                         ReplayScope scope) {
+RankReplays replay_ranks(const ModelSpec& spec, const PlanLayout& layout,
+                         const Workload& workload) {
   check_replayable(spec, layout, workload);
-  std::vector<ReplayedRank> replays;
-  std::vector<int> of_rank;
-  if (scope == ReplayScope::stage_leaders) {
-    const int stages = layout.mesh.span_size(mesh_axis::pp);
-    const int per_stage = layout.mesh.size() / stages;  // pp is the slowest axis
-    for (int s = 0; s < stages; ++s) replays.push_back(replay(spec, layout, workload, s * per_stage));
-    for (int r = 0; r < layout.mesh.size(); ++r) of_rank.push_back(r / per_stage);
-    return RankReplays(std::move(replays), std::move(of_rank));
-  }
   // (pp rank, tp rank, optimizer bytes): one replay per class of ranks that hold the same.
   std::map<std::tuple<int, int, uint64_t>, int> by_class;
+  std::vector<ReplayedRank> replays;
+  std::vector<int> of_rank;
   for (const RankModelState& r : model_state_bytes(spec, layout).ranks) {
     const auto [it, added] = by_class.emplace(std::tuple{r.pp_rank, r.tp_rank, r.bytes.optimizer},
                                               static_cast<int>(replays.size()));
@@ -127,6 +120,24 @@ RankReplays replay_ranks(const ModelSpec& spec, const PlanLayout& layout, const 
     of_rank.push_back(it->second);
   }
   return RankReplays(std::move(replays), std::move(of_rank));
+}
+
+ReplayedRank replay_rank(const ModelSpec& spec, const PlanLayout& layout,
+                         const Workload& workload, int rank) {
+  MT_CHECK(rank >= 0 && rank < layout.mesh.size(), "replay_rank: rank ", rank, " of the ",
+           layout.mesh.size(), " ranks of ", layout.mesh.to_string());
+  check_replayable(spec, layout, workload);
+  return replay(spec, layout, workload, rank);
+}
+
+RankReplays stage_leaders(std::vector<ReplayedRank> leaders, const MeshLayout& mesh) {
+  const int stages = mesh.has_axis(mesh_axis::pp) ? mesh.axis_size(mesh_axis::pp) : 1;
+  MT_CHECK(static_cast<int>(leaders.size()) == stages, "stage_leaders: ", leaders.size(),
+           " replays for the ", stages, " pipeline stages of ", mesh.to_string());
+  const int per_stage = mesh.size() / stages;  // pp is the slowest axis
+  std::vector<int> of_rank;
+  for (int r = 0; r < mesh.size(); ++r) of_rank.push_back(r / per_stage);
+  return RankReplays(std::move(leaders), std::move(of_rank));
 }
 
 }  // namespace meshtrain

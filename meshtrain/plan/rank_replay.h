@@ -79,22 +79,22 @@ class RankReplays {
   std::vector<int> of_rank_;
 };
 
-// Which ranks replay_ranks replays.
-enum class ReplayScope {
-  // One per class of equal ranks (above): every rank's figures are its own.
-  every_class,
-  // One per pp rank, its first rank (tp rank 0, shard rank 0) standing for the rest of its
-  // stage: the layout search's (layout_search.h), a stage's cost whatever the mesh's size. TP
-  // splits evenly and FSDP pads only the last shards, so the first rank holds the most of the
-  // stage's ranks and computes as much: its figures are the stage's largest, exact for each
-  // rank where the shards split every parameter evenly.
-  stage_leaders,
-};
-
 // Every rank of the layout's mesh, by rank. InvalidArgument for a layout the run would refuse, a
 // workload the mesh cannot split (Workload::check) or longer than the model's context, a
 // schedule that cannot stream the micro-batches, and FSDP offload (whose host copies are real).
 RankReplays replay_ranks(const ModelSpec& model, const PlanLayout& layout,
-                         const Workload& workload, ReplayScope scope = ReplayScope::every_class);
+                         const Workload& workload);
+
+// One rank's step replayed alone, as replay_ranks replays it (and refusing what it refuses).
+ReplayedRank replay_rank(const ModelSpec& model, const PlanLayout& layout,
+                         const Workload& workload, int rank);
+
+// The first rank of each pipeline stage (tp rank 0, shard rank 0) standing for the rest of its
+// stage, `leaders` in stage order (replay_rank of rank s x mesh.size() / pp): the layout search's
+// replays (layout_search.h), a stage's cost whatever the mesh's size. TP splits evenly and FSDP
+// pads only the last shards, so the first rank holds the most of its stage's ranks and computes
+// as much: its figures are the stage's largest, each rank's own where the shards split every
+// parameter evenly.
+RankReplays stage_leaders(std::vector<ReplayedRank> leaders, const MeshLayout& mesh);
 
 }  // namespace meshtrain

@@ -6,6 +6,7 @@
 #include "meshtrain/mesh/axis_names.h"
 #include "meshtrain/plugins/pp/schedule_generators.h"
 #include "meshtrain/plugins/pp/schedule_sim.h"
+#include "meshtrain/train/device_peak.h"
 
 namespace meshtrain {
 
@@ -168,6 +169,16 @@ StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& w
   out.step = own[out.slowest];
   for (RankTerms& t : terms) out.ranks.push_back(std::move(t.time));
   return out;
+}
+
+Throughput predicted_throughput(const ModelSpec& model, const PlanLayout& layout,
+                                const Workload& workload, double step_seconds,
+                                const MachineProfile& machine) {
+  const double tokens = static_cast<double>(workload.batch * workload.seq);
+  return {.tokens_per_s = tokens / step_seconds,
+          .mfu = model_flop_utilisation(model.training_flops(tokens, workload.seq) / step_seconds,
+                                        machine.dense_peak_flops(compute_dtype(layout)),
+                                        layout.mesh.size())};
 }
 
 }  // namespace meshtrain

@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "meshtrain/models/model_spec.h"
 #include "meshtrain/plan/machine_profile.h"
 #include "meshtrain/plan/plan_layout.h"
 #include "meshtrain/plan/rank_replay.h"
@@ -54,6 +55,14 @@ struct StepTimePrediction {
   std::vector<RankStepTime> ranks;
 };
 
+// What a predicted step gives: tokens per second over the whole mesh, and model FLOP
+// utilisation, the model's training FLOPs (ModelSpec::training_flops) per second over the mesh's
+// dense peak in the compute dtype.
+struct Throughput {
+  double tokens_per_s = 0;
+  double mfu = 0;
+};
+
 // What a kernel's time grows with: its FLOPs, or its bytes when it has no products.
 double kernel_work(const ops::OpWork& work);
 
@@ -64,5 +73,9 @@ DType compute_dtype(const PlanLayout& layout);
 // its check or replays of another mesh.
 StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& workload,
                                      const RankReplays& replayed, const MachineProfile& machine);
+
+Throughput predicted_throughput(const ModelSpec& model, const PlanLayout& layout,
+                                const Workload& workload, double step_seconds,
+                                const MachineProfile& machine);
 
 }  // namespace meshtrain

@@ -602,7 +602,7 @@ TEST_F(Cli, PlanPrintsTheDryRunsTablesForAnyWorld) {
   r = run_cli(dir_, "plan" + layout + " --device-memory 0.0001 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json json = nlohmann::json::parse(r.out);
-  EXPECT_EQ(json["layout"], "dp_shard=2,tp=2 fsdp=full param_dtype=f32 ac=full");
+  EXPECT_EQ(json["layout"], "dp_shard=2,tp=2 fsdp=full param_dtype=f32 sp ac=full");
   EXPECT_EQ(json["workload"]["seq"], 16);
   EXPECT_FALSE(json["fits"].get<bool>());
   ASSERT_EQ(json["ranks"].size(), 4u);

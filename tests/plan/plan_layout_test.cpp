@@ -31,7 +31,7 @@ TEST(PlanLayout, ReadsTheRunsStrategiesAndTheirDefaults) {
   EXPECT_EQ(layout.pp.virtual_stages, 2) << "interleaved defaults to two stages per rank";
   EXPECT_TRUE(layout.pipelined() && layout.tensor_parallel() && layout.data_parallel());
   EXPECT_EQ(layout.fsdp_axes(), std::vector<std::string>{"dp_shard"});
-  EXPECT_EQ(layout.to_string(), "pp=2,dp_shard=2,tp=2 fsdp=full param_dtype=bf16 virtual=2");
+  EXPECT_EQ(layout.to_string(), "pp=2,dp_shard=2,tp=2 fsdp=full param_dtype=bf16 schedule=interleaved virtual=2 sp");
 
   TrainConfig plain = uneven_config();
   plain.world = 8;  // the default mesh: dp_shard over the world
@@ -43,7 +43,8 @@ TEST(PlanLayout, ReadsTheRunsStrategiesAndTheirDefaults) {
   c.grad_accum = 3;
   EXPECT_EQ(plan_layout(c).ac, c.ac);
   EXPECT_EQ(plan_layout(c).to_string(),
-            "pp=2,dp_shard=2,tp=2 fsdp=full param_dtype=bf16 virtual=2 ac=selective ac_every=3");
+            "pp=2,dp_shard=2,tp=2 fsdp=full param_dtype=bf16 schedule=interleaved virtual=2 sp "
+            "ac=selective ac_every=3");
   const Workload w = plan_workload(c);
   EXPECT_EQ(w.micro_batch_rows(plan_layout(c)), 2);  // 12 sequences / 2 data ranks / 3
   EXPECT_THROW((Workload{.batch = 12, .seq = 7, .micro_batches = 4}.check(plan_layout(c))),

@@ -79,7 +79,12 @@ void Communicator::count(CommOp op, uint64_t sent, uint64_t received) {
 
 void Communicator::check_placement(const Tensor& out, const Tensor& in, std::string_view op,
                                    Crossing crossing) const {
-  const auto name = [&](const char* which) { return detail::concat(op, " ", which); };
+  // "all_gather out": composed without a stream, as every collective checks its buffers.
+  const auto name = [&](std::string_view which) {
+    std::string text;
+    text.reserve(op.size() + 1 + which.size());
+    return text.append(op).append(" ").append(which);
+  };
   const bool gpu_in = in.defined() && in.device().is_cuda();
   const bool gpu_out = out.defined() && out.device().is_cuda();
   if (crossing == Crossing::host_in && gpu_out && in.defined() && in.device().is_cpu()) {
