@@ -22,19 +22,14 @@ struct MemoryColumns {
 
 MemoryColumns columns_of(const PlannedLayout& p) {
   const MemoryStats& m = p.peak_memory;
-  return {m[MemoryCategory::param].current,
-          m[MemoryCategory::grad].current,
-          m[MemoryCategory::optimizer].current,
-          m[MemoryCategory::unsharded_param].peak,
-          m[MemoryCategory::unsharded_grad].peak,
-          m[MemoryCategory::activation].peak,
-          m[MemoryCategory::comm].peak,
-          p.peak_bytes};
+  return {m[MemoryCategory::param].current,       m[MemoryCategory::grad].current,
+          m[MemoryCategory::optimizer].current,   m[MemoryCategory::unsharded_param].peak,
+          m[MemoryCategory::unsharded_grad].peak, m[MemoryCategory::activation].peak,
+          m[MemoryCategory::comm].peak,           p.peak_bytes};
 }
 
 std::string padded(const std::string& text, int width) {
-  return std::string(static_cast<size_t>(std::max(0, width - static_cast<int>(text.size()))),
-                     ' ') +
+  return std::string(static_cast<size_t>(std::max(0, width - static_cast<int>(text.size()))), ' ') +
          text;
 }
 
@@ -59,8 +54,9 @@ void print_fitting(const SearchReport& r, std::ostream& out) {
     std::snprintf(head, sizeof head, "%4zu %13.1f %5.1f%% ", i + 1,
                   p.throughput.tokens_per_s / r.space.world, 100 * p.throughput.mfu);
     char memory[160];
-    std::snprintf(memory, sizeof memory, " | %6.1f %7.1f %7.1f %7.1f %8.1f %7.1f %7.1f %7.1f | %3d  ",
-                  gib(m.peak), gib(m.params), gib(m.grads), gib(m.optimizer), gib(m.full_params),
+    std::snprintf(memory, sizeof memory,
+                  " | %6.1f %7.1f %7.1f %7.1f %8.1f %7.1f %7.1f %7.1f | %3d  ", gib(m.peak),
+                  gib(m.params), gib(m.grads), gib(m.optimizer), gib(m.full_params),
                   gib(m.full_grads), gib(m.activations), gib(m.comm), p.workload.micro_batches);
     out << head << padded(seconds_text(p.step_seconds), 10)
         << padded(seconds_text(p.slowest.compute), 11)
@@ -101,9 +97,7 @@ nlohmann::ordered_json planned_json(const PlannedLayout& p, int world) {
       {"step_seconds", p.step_seconds},
       {"slowest_rank", p.slowest_rank},
       {"time",
-       {{"compute", p.slowest.compute},
-        {"exposed_comm", exposed},
-        {"bubble", p.slowest.bubble}}},
+       {{"compute", p.slowest.compute}, {"exposed_comm", exposed}, {"bubble", p.slowest.bubble}}},
       {"tokens_per_s", p.throughput.tokens_per_s},
       {"tokens_per_s_per_device", p.throughput.tokens_per_s / world},
       {"mfu", p.throughput.mfu}};

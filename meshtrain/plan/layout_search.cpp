@@ -74,9 +74,9 @@ std::vector<MeshChoice> mesh_choices(int world, int devices_per_node, int max_pp
 std::vector<PpOptions> schedules(const MeshLayout& mesh, const PpOptions& base) {
   if (pipeline_ranks(mesh) == 1) return {base};
   std::vector<PpOptions> out;
-  for (const auto& [kind, stages] : {std::pair{ScheduleKind::one_f_one_b, 1},
-                                     std::pair{ScheduleKind::interleaved, 2},
-                                     std::pair{ScheduleKind::zb_h1, 1}}) {
+  for (const auto& [kind, stages] :
+       {std::pair{ScheduleKind::one_f_one_b, 1}, std::pair{ScheduleKind::interleaved, 2},
+        std::pair{ScheduleKind::zb_h1, 1}}) {
     PpOptions options = base;
     options.schedule = kind;
     options.virtual_stages = stages;
@@ -107,11 +107,11 @@ class Search {
   void evaluate(const MeshChoice& choice) {
     const std::vector<int> counts = micro_batch_counts(choice.mesh, space_.workload.batch);
     if (counts.empty()) {
-      out_.refused.push_back(detail::concat(
-          choice.mesh.to_string(), ": the global batch of ", space_.workload.batch,
-          " sequences does not split into ", pipeline_ranks(choice.mesh),
-          " or more micro-batches on each of ", choice.mesh.span_size(mesh_axis::dp),
-          " data ranks"));
+      out_.refused.push_back(
+          detail::concat(choice.mesh.to_string(), ": the global batch of ", space_.workload.batch,
+                         " sequences does not split into ", pipeline_ranks(choice.mesh),
+                         " or more micro-batches on each of ", choice.mesh.span_size(mesh_axis::dp),
+                         " data ranks"));
       return;
     }
     PlanLayout layout = space_.base;
@@ -203,8 +203,8 @@ class Search {
         p.peak_bytes = p.peak_memory.total.peak;
       }
       if (static_cast<double>(p.peak_bytes) > capacity) {
-        p.does_not_fit = detail::concat("peak ", gib(static_cast<double>(p.peak_bytes)),
-                                        " (rank ", p.peak_rank, ") over ", gib(capacity));
+        p.does_not_fit = detail::concat("peak ", gib(static_cast<double>(p.peak_bytes)), " (rank ",
+                                        p.peak_rank, ") over ", gib(capacity));
         return;
       }
     }
@@ -231,6 +231,9 @@ LayoutSearch search_layouts(const ModelSpec& model, const SearchSpace& space,
   MT_CHECK(space.workload.batch >= 1 && space.workload.seq >= 1,
            "layout search: a global batch and a sequence length of at least 1, got ",
            space.workload.batch, " x ", space.workload.seq);
+  MT_CHECK(model.max_seq() == 0 || space.workload.seq <= model.max_seq(),
+           "layout search: sequences of ", space.workload.seq,
+           " tokens exceed the model's context length ", model.max_seq());
   MT_CHECK(space.max_pp >= 1, "layout search: max_pp of at least 1, got ", space.max_pp);
   machine.check();
   std::vector<MeshChoice> choices =

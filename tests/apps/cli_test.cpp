@@ -637,12 +637,48 @@ TEST_F(Cli, PlanPrintsTheDryRunsTablesForAnyWorld) {
   r = run_cli(dir_, "plan --model llama-tiny --seq 16 --world 3 --mesh dp_shard=2");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("!= world size 3"));
-  r = run_cli(dir_, "plan --model llama-tiny --seq 16 --world 2 --batch 3");
+  r = run_cli(dir_, "plan --model llama-tiny --seq 16 --world 2 --mesh dp_shard=2 --batch 3");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("--batch must divide by the data-parallel degree 2"));
-  r = run_cli(dir_, "plan --model llama-tiny --seq 64 --world 2");
+  r = run_cli(dir_, "plan --model llama-tiny --seq 64 --world 2 --mesh dp_shard=2");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("--seq 64 exceeds the model's context length 16"));
+}
+
+// Without --mesh, meshtrain plan searches the layouts of --gpus devices: the fastest that fit
+// first, the rest with why; it refuses the flags of one layout, which the search chooses.
+TEST_F(Cli, PlanWithoutAMeshRanksTheLayouts) {
+  const std::string model = " --model llama-tiny --seq 16 --batch 8 --gpus 4";
+  CliResult r = run_cli(dir_, "plan" + model + " --top 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("on 4 devices of h100-sxm"));
+  EXPECT_THAT(r.out, HasSubstr("the 3 fastest of "));
+  EXPECT_THAT(r.out, HasSubstr("tokens/s/dev"));
+
+  r = run_cli(dir_, "plan" + model + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["devices"], 4);
+  const nlohmann::json& fitting = json["fitting"];
+  ASSERT_GT(fitting.size(), 10u);
+  for (size_t i = 1; i < fitting.size(); ++i)
+    EXPECT_GE(fitting[i - 1]["tokens_per_s"].get<double>(),
+              fitting[i]["tokens_per_s"].get<double>());
+  EXPECT_GT(fitting[0]["memory"]["activations_peak"].get<uint64_t>(), 0u);
+  EXPECT_GT(fitting[0]["mfu"].get<double>(), 0.0);
+
+  r = run_cli(dir_, "plan" + model + " --device-memory 0.000001 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json none = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(none["fitting"].empty());
+  EXPECT_THAT(none["not_fitting"][0]["does_not_fit"].get<std::string>(), HasSubstr("model state "));
+
+  r = run_cli(dir_, "plan" + model + " --pp-schedule zb-h1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--pp-schedule sets part of one layout, which the search chooses"));
+  r = run_cli(dir_, "plan --model llama-tiny --seq 64 --gpus 2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("sequences of 64 tokens exceed the model's context length 16"));
 }
 
 }  // namespace
