@@ -6,12 +6,11 @@
 #include <string>
 
 #include "meshtrain/cli/machine_flags.h"
+#include "meshtrain/core/memory.h"
 
 namespace meshtrain {
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 double gib(uint64_t bytes) { return static_cast<double>(bytes) / kGiB; }
 

@@ -12,6 +12,9 @@
 
 namespace meshtrain {
 
+// Bytes in a GiB, for people-facing figures.
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
 enum class MemoryCategory {
   other,
   activation,

@@ -1,6 +1,7 @@
 #include "meshtrain/mesh/device_mesh.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/mesh/axis_names.h"
@@ -88,13 +89,23 @@ DeviceMesh DeviceMesh::sub_mesh(const std::vector<std::string>& axes) const {
   return DeviceMesh(shared_, layout_.sub_layout(axes));
 }
 
-std::vector<std::pair<std::string, uint64_t>> DeviceMesh::bytes_sent_by_group() const {
-  std::vector<std::pair<std::string, uint64_t>> sent;
+std::vector<std::pair<std::string, uint64_t>> DeviceMesh::counted_by_group(
+    const std::function<uint64_t(const CommCounters&)>& count) const {
+  std::vector<std::pair<std::string, uint64_t>> out;
   for (const MeshAxis& axis : shared_->root.axes())
-    sent.emplace_back(axis.name, shared_->comms.at(axis.name)->counters().total_sent());
-  sent.emplace_back(mesh_axis::dp,
-                    shared_->comms.at(std::string(mesh_axis::dp))->counters().total_sent());
-  return sent;
+    out.emplace_back(axis.name, count(shared_->comms.at(axis.name)->counters()));
+  out.emplace_back(mesh_axis::dp, count(shared_->comms.at(std::string(mesh_axis::dp))->counters()));
+  return out;
+}
+
+std::vector<std::pair<std::string, uint64_t>> DeviceMesh::bytes_sent_by_group() const {
+  return counted_by_group([](const CommCounters& c) { return c.total_sent(); });
+}
+
+std::vector<std::pair<std::string, uint64_t>> DeviceMesh::calls_by_group() const {
+  return counted_by_group([](const CommCounters& c) {
+    return std::accumulate(c.calls.begin(), c.calls.end(), uint64_t{0});
+  });
 }
 
 void DeviceMesh::add_communicator(const std::string& name, const std::vector<std::string>& axes) {

@@ -10,6 +10,7 @@
 // them all.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -58,10 +59,16 @@ class DeviceMesh {
   // mesh order with "dp" last, as the communicators count them: the strategies' traffic (the
   // world communicator's own exchanges are not counted).
   std::vector<std::pair<std::string, uint64_t>> bytes_sent_by_group() const;
+  // The calls this rank has made so far on the same groups, in the same order.
+  std::vector<std::pair<std::string, uint64_t>> calls_by_group() const;
 
   std::string to_string() const;  // "mesh pp=2,tp=2 at rank 3 (world rank 3), coordinates (1, 1)"
 
  private:
+  // `count` of each group's counters, in bytes_sent_by_group's order.
+  std::vector<std::pair<std::string, uint64_t>> counted_by_group(
+      const std::function<uint64_t(const CommCounters&)>& count) const;
+
   struct Shared {
     Communicator* world;
     MeshLayout root;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "meshtrain/core/error.h"
+#include "meshtrain/core/memory.h"
 #include "meshtrain/mesh/axis_names.h"
 #include "meshtrain/plan/model_state.h"
 #include "meshtrain/plan/rank_replay.h"
@@ -19,7 +20,7 @@ namespace {
 
 std::string gib(double bytes) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / kGiB);
   return text;
 }
 

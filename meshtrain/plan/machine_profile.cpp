@@ -4,13 +4,13 @@
 #include <nlohmann/json.hpp>
 
 #include "meshtrain/core/error.h"
+#include "meshtrain/core/memory.h"
 
 namespace meshtrain {
 
 namespace {
 
 constexpr double kGB = 1e9;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kUs = 1e-6;
 
 // A GPU preset from its published figures and the efficiency assumptions of the header.

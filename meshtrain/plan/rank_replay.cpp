@@ -40,16 +40,7 @@ ReplayedRank replay(const ModelSpec& spec, const PlanLayout& layout, const Workl
   ReplayedRank out;
   out.replayed = rank;
   out.sent = mesh.bytes_sent_by_group();
-  const auto calls_by_group = [&] {
-    std::vector<std::pair<std::string, uint64_t>> calls;
-    for (const auto& [group, bytes] : out.sent) {
-      const CommCounters& counted = mesh.comm(group).counters();
-      calls.emplace_back(group,
-                         std::accumulate(counted.calls.begin(), counted.calls.end(), uint64_t{0}));
-    }
-    return calls;
-  };
-  out.calls = calls_by_group();
+  out.calls = mesh.calls_by_group();
   {
     const ops::OpCountScope counting(&out.kernels);
     // The step's micro-batches, views of its batch, freed with it.
@@ -62,7 +53,7 @@ ReplayedRank replay(const ModelSpec& spec, const PlanLayout& layout, const Workl
     parallel.state->zero_grad();
   }
   const std::vector<std::pair<std::string, uint64_t>> after = mesh.bytes_sent_by_group();
-  const std::vector<std::pair<std::string, uint64_t>> calls_after = calls_by_group();
+  const std::vector<std::pair<std::string, uint64_t>> calls_after = mesh.calls_by_group();
   for (size_t i = 0; i < after.size(); ++i) {
     out.sent[i].second = after[i].second - out.sent[i].second;
     out.calls[i].second = calls_after[i].second - out.calls[i].second;
