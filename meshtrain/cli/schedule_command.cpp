@@ -1,5 +1,6 @@
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "meshtrain/cli/commands.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/plugins/builtin_tools.h"
+#include "meshtrain/report/trace_timeline.h"
 
 namespace meshtrain {
 
@@ -24,7 +26,9 @@ struct ScheduleFlags {
   std::string kind;
   std::string file;
   std::string costs = "1,1,1";
-  std::string svg;  // also draw the schedule into this file
+  std::string svg;    // also draw the schedule into this file
+  std::string trace;  // a traced run's folder, read instead of generating a schedule
+  int64_t step = 0;   // the traced step; 0: the last
 };
 
 // "F,I,W" -> PipelineStageCosts, each a finite non-negative number.
@@ -46,18 +50,38 @@ PipelineStageCosts parse_costs(const std::string& text) {
   return {values[0], values[1], values[2]};
 }
 
+void write_drawing(const std::string& path, const std::string& drawing) {
+  AtomicFile file(path);  // whole or not at all
+  write_file_synced(file.partial_path(), drawing);
+  file.commit();
+}
+
+// A traced run's step as it ran: printed, and drawn with --svg.
+std::string traced_report(const ScheduleFlags& f) {
+  const TracedStep step = read_traced_step(f.trace, f.step);
+  if (!f.svg.empty()) {
+    for (const TracedRank& r : step.ranks)  // the folder itself may hold the drawing
+      check_output_is_not_input(
+          f.svg, "--svg",
+          (std::filesystem::path(f.trace) / ("rank_" + std::to_string(r.rank) + ".json")).string(),
+          "a rank's trace");
+    write_drawing(f.svg, traced_step_svg(step));
+  }
+  return traced_step_report(step);
+}
+
 std::string report(const ScheduleFlags& f) {
+  if (!f.trace.empty()) return traced_report(f);
   if (f.file.empty() && (f.pp == 0 || f.microbatches == 0 || f.kind.empty()))
-    throw InvalidArgument("schedule needs --pp, --microbatches and --schedule, or --file");
+    throw InvalidArgument(
+        "schedule needs --pp, --microbatches and --schedule, or --file (or --trace DIR for a "
+        "traced run)");
   const PipelineStageCosts costs = parse_costs(f.costs);
   if (!f.svg.empty()) {
     check_output_is_not_input(f.svg, "--svg", f.file, "the --file schedule");
-    const std::string drawing = f.file.empty() ? pipeline_schedule_svg(f.kind, f.pp, f.microbatches,
-                                                                       f.virtual_stages, costs)
-                                               : pipeline_schedule_file_svg(f.file, costs);
-    AtomicFile file(f.svg);  // whole or not at all
-    write_file_synced(file.partial_path(), drawing);
-    file.commit();
+    write_drawing(f.svg, f.file.empty() ? pipeline_schedule_svg(f.kind, f.pp, f.microbatches,
+                                                                f.virtual_stages, costs)
+                                        : pipeline_schedule_file_svg(f.file, costs));
   }
   if (!f.file.empty()) return pipeline_schedule_file_report(f.file, costs);
   return pipeline_schedule_report(f.kind, f.pp, f.microbatches, f.virtual_stages, costs);
@@ -66,8 +90,9 @@ std::string report(const ScheduleFlags& f) {
 }  // namespace
 
 void add_schedule_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "schedule", "Print a pipeline schedule with its bubble fraction and peak activations");
+  auto* cmd = app.add_subcommand("schedule",
+                                 "Print a pipeline schedule with its bubble fraction and peak "
+                                 "activations, or a traced run's step as it ran");
   auto f = std::make_shared<ScheduleFlags>();
   auto* file = cmd->add_option("--file", f->file, "check a schedule written by hand (or by this "
                                                   "command) instead of generating one")
@@ -88,6 +113,15 @@ void add_schedule_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--svg", f->svg,
                   "also draw the schedule as a timeline into this SVG file (opens in a browser)");
+  auto* trace = cmd->add_option("--trace", f->trace,
+                                "read the pipeline as a run executed it from its traces "
+                                "(meshtrain train --trace DIR) instead of generating one")
+                    ->excludes(file);
+  for (const char* generating : {"--pp", "--microbatches", "--schedule", "--virtual", "--costs"})
+    trace->excludes(cmd->get_option(generating));
+  cmd->add_option("--step", f->step, "the traced step to read (default: the last)")
+      ->check(CLI::PositiveNumber)
+      ->needs(trace);
   cmd->callback([f] { std::cout << report(*f); });
 }
 

@@ -35,22 +35,6 @@ std::string report(const Schedule& schedule, const PipelineStageCosts& stage_cos
   return out.str();
 }
 
-// The colour of each computation kind in a drawn schedule.
-std::string_view color_of(ActionKind kind) {
-  switch (kind) {
-    case ActionKind::forward:
-      return "#1f77b4";
-    case ActionKind::full_backward:
-      return "#2ca02c";
-    case ActionKind::backward_input:
-      return "#ff7f0e";
-    case ActionKind::backward_weight:
-      return "#9467bd";
-    default:
-      return "#7f7f7f";
-  }
-}
-
 std::string drawing(const Schedule& schedule, const PipelineStageCosts& stage_costs,
                     const std::string& name) {
   const Simulation sim = simulate(schedule, costs_of(stage_costs));
@@ -70,7 +54,7 @@ std::string drawing(const Schedule& schedule, const PipelineStageCosts& stage_co
       if (!is_compute(a.action.kind)) continue;
       const std::string label = to_string(a.action);
       t.boxes.push_back(
-          {r, a.start, a.end, label, std::string(color_of(a.action.kind)),
+          {r, a.start, a.end, label, pipeline_action_color(action_kind_name(a.action.kind)[0]),
            detail::concat("rank ", r, ": ", label, " from ", a.start, " to ", a.end)});
     }
   }
@@ -80,12 +64,7 @@ std::string drawing(const Schedule& schedule, const PipelineStageCosts& stage_co
         const auto& [lane, time] = posted.at(matching_transfer(a.action));
         t.arrows.push_back({lane, time, r, a.end});
       }
-  for (const auto& [kind, text] : {std::pair{ActionKind::forward, "F: forward"},
-                                   {ActionKind::full_backward, "B: backward"},
-                                   {ActionKind::backward_input, "I: input gradient"},
-                                   {ActionKind::backward_weight, "W: weight gradient"}})
-    t.legend.push_back({text, std::string(color_of(kind))});
-  t.legend.push_back({"grey: idle", "#e6e6e6"});
+  t.legend = pipeline_legend();
   return svg_timeline(t);
 }
 

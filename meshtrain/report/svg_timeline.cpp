@@ -24,6 +24,10 @@ std::string px(double value) {
 double lane_top(int lane) { return kTop + lane * (kLaneHeight + kLaneGap); }
 double lane_middle(int lane) { return lane_top(lane) + kLaneHeight / 2; }
 
+double legend_entry_width(const TimelineLegendEntry& entry) {  // its swatch, text and gap
+  return 14 + kCharWidth * static_cast<double>(entry.text.size()) + 16;
+}
+
 }  // namespace
 
 std::string svg_timeline(const Timeline& timeline) {
@@ -50,7 +54,9 @@ std::string svg_timeline(const Timeline& timeline) {
   const double x0 = kLeft;
   const auto x = [&](double t) { return x0 + t * scale; };
   const double lanes_bottom = lane_top(lanes) - kLaneGap;
-  const double width = kLeft + plot_width + kRight;
+  double legend_width = 0;
+  for (const TimelineLegendEntry& e : timeline.legend) legend_width += legend_entry_width(e);
+  const double width = kLeft + std::max(plot_width, legend_width) + kRight;  // the legend fits too
   const double height = lanes_bottom + kAxisHeight + kLegendHeight;
 
   std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + px(width) +
@@ -104,10 +110,36 @@ std::string svg_timeline(const Timeline& timeline) {
     out += "<rect x=\"" + px(legend_x) + "\" y=\"" + px(legend_y - 9) +
            "\" width=\"10\" height=\"10\" fill=\"" + xml_escape(e.color) + "\"/><text x=\"" +
            px(legend_x + 14) + "\" y=\"" + px(legend_y) + "\">" + xml_escape(e.text) + "</text>\n";
-    legend_x += 14 + kCharWidth * static_cast<double>(e.text.size()) + 16;
+    legend_x += legend_entry_width(e);
   }
   out += "</svg>\n";
   return out;
+}
+
+std::string pipeline_action_color(char kind) {
+  switch (kind) {
+    case 'F':
+      return "#1f77b4";
+    case 'B':
+      return "#2ca02c";
+    case 'I':
+      return "#ff7f0e";
+    case 'W':
+      return "#9467bd";
+    default:
+      return "#7f7f7f";
+  }
+}
+
+std::vector<TimelineLegendEntry> pipeline_legend() {
+  std::vector<TimelineLegendEntry> legend;
+  for (const auto& [kind, text] : {std::pair{'F', "F: forward"},
+                                   {'B', "B: backward"},
+                                   {'I', "I: input gradient"},
+                                   {'W', "W: weight gradient"}})
+    legend.push_back({text, pipeline_action_color(kind)});
+  legend.push_back({"grey: idle", "#e6e6e6"});
+  return legend;
 }
 
 }  // namespace meshtrain

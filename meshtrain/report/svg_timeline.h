@@ -43,4 +43,10 @@ struct Timeline {
 // starts.
 std::string svg_timeline(const Timeline& timeline);
 
+// The drawings of pipeline schedules, simulated (`schedule --svg`) and traced (`schedule --trace`),
+// share their colours: a computation's by its kind's letter (F, B, I or W; grey for another), and
+// the legend that names them and the grey idle lane.
+std::string pipeline_action_color(char kind);
+std::vector<TimelineLegendEntry> pipeline_legend();
+
 }  // namespace meshtrain

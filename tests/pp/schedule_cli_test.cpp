@@ -1,5 +1,6 @@
 // `meshtrain schedule`: prints a schedule with its bubble and peak activations, checks a
-// hand-written one, and ends bad input with a message and a non-zero exit.
+// hand-written one, draws a traced run's step, and ends bad input with a message and a non-zero
+// exit.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -90,6 +91,9 @@ TEST_F(ScheduleCli, BadInputEndsWithAMessage) {
       {"schedule --pp 0 --microbatches 4 --schedule gpipe", "--pp"},
       {"schedule --file /nonexistent/schedule.txt", "/nonexistent/schedule.txt"},
       {"schedule --pp 2 --file /dev/null", "excludes"},
+      {"schedule --trace /nonexistent/trace", "'/nonexistent/trace' is not a folder"},
+      {"schedule --trace /tmp --microbatches 4", "excludes"},
+      {"schedule --pp 2 --microbatches 4 --schedule gpipe --step 2", "--step requires --trace"},
   };
   for (const auto& [args, message] : cases) {
     const CliResult r = run_cli(dir_, args);
@@ -130,6 +134,58 @@ TEST_F(ScheduleCli, DrawsTheScheduleAsATimeline) {
   EXPECT_THAT(same.err, HasSubstr("--svg"));
   EXPECT_EQ(testing::read_text(file),
             "schedule ranks=1 virtual_stages=1 micro_batches=1\nrank 0: 0F0 0B0\n");
+}
+
+// --trace reads a pipelined run's traces back: a lane per rank, an F and a B box for every
+// micro-batch as the run executed them; a run that was not pipelined is refused.
+TEST_F(ScheduleCli, DrawsATracedRunsStep) {
+  testing::write_text(dir_.file("text.txt"), testing::sample_prose(10));
+  const std::string tokens = dir_.file("tokens.bin");
+  ASSERT_EQ(run_cli(dir_, "prepare '" + dir_.file("text.txt") + "' '" + tokens + "'").exit_code, 0);
+  const std::string train = "train --data '" + tokens +
+                            "' --model demo --steps 2 --batch 4 --seq 16 --world 2 --sample 0 "
+                            "--quiet --microbatches 2 ";
+  const std::string trace = dir_.file("trace"), svg = dir_.file("step.svg");
+  CliResult r = run_cli(dir_, train + "--mesh pp=2 --trace '" + trace + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  r = run_cli(dir_, "schedule --trace '" + trace + "' --svg '" + svg + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("step 2 of " + trace + ": 2 ranks, 2 micro-batches, "));
+  EXPECT_THAT(r.out, HasSubstr("\nrank 0: 0F0 0F1 0B0 0B1\nrank 1: 1F0 1B0 1F1 1B1\n"));
+  const testing::XmlNode root = testing::MiniXml::parse(testing::read_text(svg));
+  std::vector<const testing::XmlNode*> rects;
+  root.find_all("rect", rects);
+  int idle = 0;
+  std::vector<std::string> boxes;  // their tooltips
+  for (const testing::XmlNode* n : rects) {
+    if (!n->attributes.count("class")) continue;
+    if (n->attributes.at("class") == "idle") ++idle;
+    if (n->attributes.at("class") == "box") boxes.push_back(n->children.at(0).text);
+  }
+  EXPECT_EQ(idle, 2);
+  for (const std::string rank : {"0", "1"})
+    for (const std::string kind : {"F", "B"})
+      for (const std::string micro_batch : {"0", "1"}) {
+        const std::string tooltip =
+            "rank " + rank + ": " + rank + kind + micro_batch + " computing";
+        EXPECT_EQ(std::count_if(boxes.begin(), boxes.end(),
+                                [&](const std::string& b) { return b.starts_with(tooltip); }),
+                  1)
+            << tooltip;
+      }
+
+  EXPECT_THAT(run_cli(dir_, "schedule --trace '" + trace + "' --step 1").out,
+              StartsWith("step 1 of "));
+  r = run_cli(dir_, "schedule --trace '" + trace + "' --step 3");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("step 3 is not in every rank's trace"));
+
+  const std::string flat = dir_.file("flat");
+  ASSERT_EQ(run_cli(dir_, train + "--mesh dp_shard=2 --trace '" + flat + "'").exit_code, 0);
+  r = run_cli(dir_, "schedule --trace '" + flat + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("was the run pipelined? train with --mesh pp="));
 }
 
 }  // namespace

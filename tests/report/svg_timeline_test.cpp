@@ -57,6 +57,16 @@ TEST(SvgTimeline, DrawsEveryBoxOnItsLaneAtItsTimes) {
   EXPECT_EQ(boxes[2]->children.at(0).text, "rank 1: 1B0 \"full\"");  // the tooltip, unescaped
 }
 
+// A short timeline with a long legend widens the drawing rather than cutting the legend off.
+TEST(SvgTimeline, TheLegendFitsTheDrawing) {
+  Timeline t = two_lanes();
+  t.legend = pipeline_legend();
+  t.legend.push_back({std::string(200, 'x'), "#000"});
+  const XmlNode svg = MiniXml::parse(svg_timeline(t));
+  EXPECT_GT(std::stod(svg.attributes.at("width")), 200 * 6.5);
+  EXPECT_EQ(pipeline_legend().front().color, pipeline_action_color('F'));
+}
+
 TEST(SvgTimeline, RefusesWhatDoesNotFit) {
   Timeline t = two_lanes();
   t.boxes.push_back({2, 0, 1, "x", "#000", ""});
