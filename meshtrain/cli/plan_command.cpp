@@ -9,8 +9,10 @@
 #include "meshtrain/cli/commands.h"
 #include "meshtrain/cli/layout_search_output.h"
 #include "meshtrain/cli/machine_flags.h"
+#include "meshtrain/cli/memory_svg.h"
 #include "meshtrain/cli/run_flags.h"
 #include "meshtrain/core/error.h"
+#include "meshtrain/core/memory.h"
 #include "meshtrain/plan/layout_search.h"
 #include "meshtrain/plan/machine_profile.h"
 #include "meshtrain/plan/rank_replay.h"
@@ -25,6 +27,7 @@ struct PlanFlags : RunFlags {
   std::shared_ptr<MachineFlags> machine = std::make_shared<MachineFlags>();
   bool json = false;
   int top = 10;
+  std::string svg;  // also draw memory per rank into this file
 };
 
 // What the plan predicts beyond the replays, and on what.
@@ -41,8 +44,6 @@ Prediction predict(const TrainConfig& config, const PlanLayout& layout, const Wo
   p.throughput = predicted_throughput(*config.model, layout, workload, p.time.step, p.machine);
   return p;
 }
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // The rank whose step peaks highest (the first of equals).
 int largest_peak(const RankReplays& ranks) {
@@ -174,6 +175,7 @@ void search(const CLI::App& cmd, const PlanFlags& f) {
       .search = found,
       .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
       .top = f.top};
+  if (!f.svg.empty()) write_svg(f.svg, search_memory_svg(report));
   if (f.json)
     print_layout_search_json(report, std::cout);
   else
@@ -201,6 +203,9 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
   cmd->add_option("--gpus", f->config.world, "devices to search layouts for: --world");
   cmd->add_option("--top", f->top, "layouts shown of those that fit and of those that do not")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--svg", f->svg,
+                  "also draw memory per rank by category as stacked bars into this SVG file (opens "
+                  "in a browser): each rank of --mesh's layout, or the searched layouts shown");
   cmd->add_flag("--json", f->json,
                 "print the plan as JSON instead of tables: the model, layout and workload, and "
                 "each rank's memory by category and bytes sent per group, in bytes");
@@ -219,6 +224,13 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
     MachineProfile machine =
         machine_of(*f->machine, c.world, c.threads_per_rank(), f->json ? std::cerr : std::cout);
     const Prediction predicted = predict(c, layout, plan_workload(c), ranks, machine);
+    if (!f->svg.empty()) {
+      std::vector<MemoryStats> memory;
+      for (int r = 0; r < ranks.size(); ++r) memory.push_back(ranks[r].memory);
+      write_svg(f->svg,
+                layout_memory_svg(detail::concat("memory per rank (GiB): ", layout.to_string()),
+                                  memory, machine.device_memory));
+    }
     if (f->json)
       print_plan_json(c, layout, ranks, predicted, std::cout);
     else

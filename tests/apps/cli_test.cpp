@@ -594,9 +594,12 @@ TEST_F(Cli, PlanPrintsTheDryRunsTablesForAnyWorld) {
   EXPECT_THAT(r.out, HasSubstr("(the slowest): compute "));
   EXPECT_THAT(r.out, HasSubstr("pipeline bubble "));
   EXPECT_THAT(r.out, HasSubstr(" per device; MFU "));
-  r = run_cli(dir_, "plan" + layout + " --device-memory 0.0001");
+  r = run_cli(dir_,
+              "plan" + layout + " --device-memory 0.0001 --svg '" + dir_.file("plan.svg") + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\ndoes not fit: rank "));
+  // Each distinct memory a bar, labelled by its ranks.
+  EXPECT_THAT(read_small_file(dir_.file("plan.svg")), HasSubstr(">ranks 0-3<"));
 
   // The same figures for scripts, in bytes.
   r = run_cli(dir_, "plan" + layout + " --device-memory 0.0001 --json");
@@ -654,6 +657,17 @@ TEST_F(Cli, PlanWithoutAMeshRanksTheLayouts) {
   EXPECT_THAT(r.out, HasSubstr("on 4 devices of h100-sxm"));
   EXPECT_THAT(r.out, HasSubstr("the 3 fastest of "));
   EXPECT_THAT(r.out, HasSubstr("tokens/s/dev"));
+
+  // Memory of the layouts shown, drawn: a bar each, the device's capacity marked.
+  const std::string svg = dir_.file("search.svg");
+  r = run_cli(dir_, "plan" + model + " --top 3 --svg '" + svg + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string drawing = read_small_file(svg);
+  EXPECT_THAT(drawing, HasSubstr("<svg"));
+  EXPECT_THAT(drawing, HasSubstr(">#3 "));
+  EXPECT_THAT(drawing, Not(HasSubstr(">#4 ")));
+  EXPECT_THAT(drawing, HasSubstr("80.0 GiB per device"));
+  EXPECT_THAT(drawing, HasSubstr("activations"));
 
   r = run_cli(dir_, "plan" + model + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
