@@ -6,7 +6,7 @@
 
 #include "meshtrain/checkpoint/durable_files.h"
 #include "meshtrain/core/error.h"
-#include "meshtrain/core/ops/cpu/cpu_threads.h"
+#include "meshtrain/core/memory.h"
 #include "meshtrain/plan/calibrate.h"
 
 namespace meshtrain {
@@ -49,10 +49,10 @@ MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank
     profile = machine_preset(f.machine);
   } else {
     check_regular_output(f.calibrate, "--calibrate");
-    // The collectives over the run's ranks, as many as this machine runs at once.
-    const CalibrationOptions options{
-        .ranks = std::clamp(ranks, 2, std::max(2, std::min(8, ops::cpu::available_cpus()))),
-        .threads_per_rank = threads_per_rank};
+    // The collectives over the run's ranks (up to 8), however many cores there are: ranks that
+    // outnumber the cores wait on each other in every collective, and a run's do too.
+    const CalibrationOptions options{.ranks = std::clamp(ranks, 2, 8),
+                                     .threads_per_rank = threads_per_rank};
     log << "calibrating: kernels of single-rank steps with " << options.threads_per_rank
         << " thread(s), all-gathers over " << options.ranks << " local ranks ..." << std::endl;
     profile = calibrate_this_machine(options);
@@ -64,7 +64,6 @@ MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank
         << profile.intra_node_bandwidth / 1e9 << " GB/s\n\n";
   }
   if (f.devices_per_node > 0) profile.devices_per_node = f.devices_per_node;
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   if (f.device_memory_gib > 0) profile.device_memory = f.device_memory_gib * kGiB;
   return profile;
 }

@@ -26,8 +26,8 @@ void add_machine_flags(CLI::App* cmd, const std::shared_ptr<MachineFlags>& f,
                        const std::string& preset);
 
 // The profile the flags name. Calibrating measures this machine with `threads_per_rank` threads
-// per rank and collectives over `ranks` local ranks (clamped to 2 .. min(8, CPUs)), saying so on
-// `log`, and writes the profile to its file atomically.
+// per rank and collectives over `ranks` local ranks (clamped to 2 .. 8, whatever the CPUs),
+// saying so on `log`, and writes the profile to its file atomically.
 MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank,
                           std::ostream& log);
 
