@@ -28,13 +28,15 @@ build() {
 
 # The layouts under ThreadSanitizer: collectives and point-to-point at an odd and an even world,
 # FSDP with prefetching over an odd world and hybrid, pipelines whose receives come in another
-# order than the sends, and 3D.
+# order than the sends, and 3D; and the layout search, whose meshes are replayed on every core.
 tsan_layouts='Grid/LocalCollectives\..*/w[34]_n(7|65536)_f32|Grid/LocalP2P\..*/w[34]_|'
 tsan_layouts+='Layouts/FsdpEquivalence\..*/W(3_full|3_grad_op_accum2_every|4_hybrid_accum2_last_clip)$|'
-tsan_layouts+='Layouts/PpEquivalence\..*/(interleaved_pp2_m5|zb_h1_pp4_m5|3d_1f1b_full_clip)$'
+tsan_layouts+='Layouts/PpEquivalence\..*/(interleaved_pp2_m5|zb_h1_pp4_m5|3d_1f1b_full_clip)$|'
+tsan_layouts+='LayoutSearch\.CoversTheSpaceFastestFirst$'
 
 thread() {
-  build build-tsan thread thread_team_test comm_test fsdp_test pp_train_test
+  build build-tsan thread thread_team_test comm_test fsdp_test pp_train_test \
+    plan_layout_search_test
   # second_deadlock_stack: both stacks of a lock-order report. OpenBLAS and oneDNN are not
   # instrumented; the cases here run f32 kernels single-threaded inside them. The suppressions
   # say why each is not a race of ours.
