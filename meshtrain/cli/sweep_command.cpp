@@ -93,11 +93,6 @@ void print_row(const SweepRow& row, std::ostream& out) {
 void print_summary(const std::vector<SweepRow>& rows, std::ostream& out) {
   std::vector<double> step_errors;  // a step is always measured: no NaN
   for (const SweepRow& r : rows) step_errors.push_back(std::abs(r.step_error()));
-  std::vector<double> sorted = step_errors;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = sorted.size() % 2
-                            ? sorted[sorted.size() / 2]
-                            : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
   const size_t worst =
       std::max_element(step_errors.begin(), step_errors.end()) - step_errors.begin();
   double peak_worst = 0;
@@ -107,7 +102,7 @@ void print_summary(const std::vector<SweepRow>& rows, std::ostream& out) {
   std::snprintf(line, sizeof line,
                 "\nstep time: median |error| %.1f%%, largest %.1f%% (%s); peak memory: largest "
                 "|error| %.1f%%\n",
-                100 * median, 100 * step_errors[worst], rows[worst].layout.c_str(),
+                100 * median(step_errors), 100 * step_errors[worst], rows[worst].layout.c_str(),
                 100 * peak_worst);
   out << line;
 }

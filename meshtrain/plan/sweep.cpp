@@ -24,8 +24,7 @@ SweepFigures measure(const TrainConfig& config) {
   MT_CHECK(steps.size() >= 3, "sweep: ", steps.size(), " steps ran, at least 3 expected");
   std::vector<double> times;
   for (size_t s = 1; s < steps.size(); ++s) times.push_back(steps[s].step_time_s);
-  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-  return {.step_s = times[times.size() / 2],
+  return {.step_s = median(std::move(times)),
           .peak = steps.back().peak_mem_bytes,
           .sent = steps.back().comm_bytes};
 }
@@ -45,6 +44,14 @@ SweepFigures predict(const TrainConfig& config, const MachineProfile& machine) {
 }
 
 }  // namespace
+
+double median(std::vector<double> values) {
+  MT_CHECK(!values.empty(), "median: no values");
+  const size_t middle = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + middle, values.end());
+  if (values.size() % 2) return values[middle];
+  return (values[middle] + *std::max_element(values.begin(), values.begin() + middle)) / 2;
+}
 
 double SweepRow::step_error() const { return relative_error(predicted.step_s, measured.step_s); }
 double SweepRow::peak_error() const {
@@ -68,8 +75,7 @@ SweepRow sweep_layout(const std::string& name, const TrainConfig& config,
     row.measured = measure(config);
     step_s.push_back(row.measured.step_s);
   }
-  std::nth_element(step_s.begin(), step_s.begin() + step_s.size() / 2, step_s.end());
-  row.measured.step_s = step_s[step_s.size() / 2];
+  row.measured.step_s = median(std::move(step_s));
   return row;
 }
 

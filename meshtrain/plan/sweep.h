@@ -29,6 +29,10 @@ struct SweepRow {
   double sent_error() const;
 };
 
+// The median of `values`: the middle one, or the mean of the middle two. InvalidArgument when
+// empty.
+double median(std::vector<double> values);
+
 // Trains `config` (its steps, at least 3; on the local backend) `rounds` times and predicts it on
 // `machine`; the measured step is the median over the rounds of each round's median.
 // InvalidArgument for a configuration the planner cannot replay, fewer steps or no round.

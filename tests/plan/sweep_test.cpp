@@ -1,5 +1,5 @@
-// The sweep's rows (meshtrain/plan/sweep.h): errors as predicted / measured - 1, its refusals,
-// and how many layouts auto runs (the command runs them all: tests/apps/cli_test.cpp).
+// The sweep's rows (meshtrain/plan/sweep.h): errors as predicted / measured - 1, medians, its
+// refusals, and how many layouts auto runs (the command runs them all: tests/apps/cli_test.cpp).
 #include "meshtrain/plan/sweep.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +23,15 @@ TEST(SweepRows, ErrorsArePredictedOverMeasured) {
   SweepRow unmeasured = row;
   unmeasured.predicted.sent = 5;
   EXPECT_TRUE(std::isnan(unmeasured.sent_error()));
+}
+
+// One median for the steps, the rounds and the table's errors: the middle value, or the mean of
+// the middle two.
+TEST(SweepRows, TakeMediansOfOddAndEvenCounts) {
+  EXPECT_DOUBLE_EQ(median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_DOUBLE_EQ(median({4.0, 1.0, 3.0, 2.0}), 2.5);
+  EXPECT_DOUBLE_EQ(median({7.0}), 7.0);
+  expect_error<InvalidArgument>([] { median({}); }, "median: no values");
 }
 
 TEST(SweepRows, AutoLayoutsCoverEveryStrategyForEvenWorlds) {
