@@ -123,6 +123,12 @@ void AtomicFile::commit() {
   sync_directory(folder.empty() ? "." : folder);
 }
 
+void write_file_atomically(const std::string& path, const std::string& text) {
+  AtomicFile file(path);
+  write_file_synced(file.partial_path(), text);
+  file.commit();
+}
+
 std::string read_small_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(detail::concat("cannot open '", path, "'"));

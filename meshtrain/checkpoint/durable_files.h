@@ -51,6 +51,9 @@ class AtomicFile {
   bool committed_ = false;
 };
 
+// Writes `text` to `path` whole or not at all (AtomicFile).
+void write_file_atomically(const std::string& path, const std::string& text);
+
 // The whole of a small file (an index); IoError when it cannot be read.
 std::string read_small_file(const std::string& path);
 

@@ -25,9 +25,7 @@ std::string write_hf_config(const ModelSpec& model, const std::string& safetenso
   const std::string config = model.hf_config();
   if (config.empty()) return "";
   const std::string path = hf_config_path(safetensors_path);
-  AtomicFile file(path);
-  write_file_synced(file.partial_path(), config);
-  file.commit();
+  write_file_atomically(path, config);
   return path;
 }
 

@@ -114,11 +114,11 @@ void print_layout_search(const SearchReport& r, std::ostream& out) {
   out << "plan: " << r.model.describe() << ", " << r.model.num_parameters() << " parameters, on "
       << r.space.world << " devices of " << r.machine.name << line << ", global batch "
       << r.space.workload.batch << " x " << r.space.workload.seq << " tokens\n";
-  const size_t searched = s.fitting.size() + s.not_fitting.size() + s.refused.size();
   std::snprintf(line, sizeof line, "%.2f s", r.seconds);
-  out << "  searched " << searched << " layouts in " << line << " (" << s.replays
-      << " stage replays; the space: docs/planner.md): " << s.fitting.size() << " fit, "
-      << s.not_fitting.size() << " do not, " << s.refused.size() << " the run would refuse\n";
+  out << "  searched in " << line << " (" << s.replays
+      << " stage replays; the space: docs/planner.md): " << s.fitting.size() << " layouts fit, "
+      << s.not_fitting.size() << " do not, and the run would refuse " << s.refused.size()
+      << " (a refusal may cover a mesh's every schedule)\n";
   print_fitting(r, out);
   print_not_fitting(r, out);
   if (!s.refused.empty())

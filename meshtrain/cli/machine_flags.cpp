@@ -56,9 +56,7 @@ MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank
     log << "calibrating: kernels of single-rank steps with " << options.threads_per_rank
         << " thread(s), all-gathers over " << options.ranks << " local ranks ..." << std::endl;
     profile = calibrate_this_machine(options);
-    AtomicFile file(f.calibrate);  // whole or not at all
-    write_file_synced(file.partial_path(), machine_profile_json(profile));
-    file.commit();
+    write_file_atomically(f.calibrate, machine_profile_json(profile));
     log << "wrote " << f.calibrate << ": " << profile.kernels.size()
         << " kernels fitted; collectives " << duration_text(profile.intra_node_latency) << " + "
         << profile.intra_node_bandwidth / 1e9 << " GB/s\n\n";

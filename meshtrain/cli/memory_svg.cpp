@@ -5,7 +5,6 @@
 #include <iterator>
 #include <utility>
 
-#include "meshtrain/checkpoint/durable_files.h"
 #include "meshtrain/core/error.h"
 #include "meshtrain/report/svg_bars.h"
 
@@ -58,7 +57,8 @@ std::string search_memory_svg(const SearchReport& report) {
         {.label =
              detail::concat("#", i + 1, " ", p.layout.to_string(), " m=", p.workload.micro_batches),
          .values = category_gib(p.peak_memory),
-         .tooltip = detail::concat("rank ", p.peak_rank, ": ", peak_tooltip(p.peak_bytes))});
+         .tooltip = detail::concat("rank ", p.peak_rank, ": ", peak_tooltip(p.peak_bytes)),
+         .total = static_cast<double>(p.peak_bytes) / kGiB});
   }
   return svg_stacked_bars(chart);
 }
@@ -101,15 +101,12 @@ std::string layout_memory_svg(const std::string& title, const std::vector<Memory
                               : detail::concat(i > 0 ? ", " : "", first);
     }
     if (b.runs.size() > 2) label += detail::concat(", ... (", count, " ranks)");
-    chart.bars.push_back({.label = label, .values = b.values, .tooltip = peak_tooltip(b.peak)});
+    chart.bars.push_back({.label = label,
+                          .values = b.values,
+                          .tooltip = peak_tooltip(b.peak),
+                          .total = static_cast<double>(b.peak) / kGiB});
   }
   return svg_stacked_bars(chart);
-}
-
-void write_svg(const std::string& path, const std::string& svg) {
-  AtomicFile file(path);
-  write_file_synced(file.partial_path(), svg);
-  file.commit();
 }
 
 }  // namespace meshtrain

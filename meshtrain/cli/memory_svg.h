@@ -1,7 +1,7 @@
 // `meshtrain plan --svg FILE`: memory per rank by category as stacked bars
 // (meshtrain/report/svg_bars.h), the device's capacity marked by a line. Each category at its own
-// peak, as the plan's tables show them: their sum bounds the rank's peak, which each bar's tooltip
-// gives.
+// peak, as the plan's tables show them: their sum bounds the rank's peak, which is written at the
+// bar's end and held against the capacity.
 #pragma once
 
 #include <string>
@@ -19,8 +19,5 @@ std::string search_memory_svg(const SearchReport& report);
 // ("ranks 0-503, 1024-1527, ... (2048 ranks)").
 std::string layout_memory_svg(const std::string& title, const std::vector<MemoryStats>& ranks,
                               double device_memory);
-
-// Writes `svg` to `path` whole or not at all.
-void write_svg(const std::string& path, const std::string& svg);
 
 }  // namespace meshtrain

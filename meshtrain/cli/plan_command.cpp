@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "meshtrain/checkpoint/durable_files.h"
 #include "meshtrain/cli/commands.h"
 #include "meshtrain/cli/layout_search_output.h"
 #include "meshtrain/cli/machine_flags.h"
@@ -155,8 +156,11 @@ void print_plan(const TrainConfig& config, const PlanLayout& layout,
 
 // Without --mesh: every layout of the search space, ranked (meshtrain/plan/layout_search.h).
 void search(const CLI::App& cmd, const PlanFlags& f) {
-  for (const char* flag : {"--fsdp", "--pp-schedule", "--virtual", "--sequence-parallel", "--ac",
-                           "--grad-accum", "--pp-layers", "--axis-plugins"})
+  // The search's choices, and the FSDP options whose meaning changes with them (the space leaves
+  // each to FSDP's default for the mode and the pipeline).
+  for (const char* flag :
+       {"--fsdp", "--pp-schedule", "--virtual", "--sequence-parallel", "--ac", "--grad-accum",
+        "--pp-layers", "--axis-plugins", "--reshard-after-forward", "--grad-sync", "--offload"})
     MT_CHECK(cmd.count(flag) == 0, flag,
              " sets part of one layout, which the search chooses itself: give --mesh with it to "
              "plan that layout, or leave it out to search them all (docs/planner.md)");
@@ -168,6 +172,11 @@ void search(const CLI::App& cmd, const PlanFlags& f) {
                           .base = plan_layout(c)};
   const auto start = std::chrono::steady_clock::now();
   const LayoutSearch found = search_layouts(*c.model, space, machine);
+  MT_CHECK(!found.fitting.empty() || !found.not_fitting.empty(),
+           "plan: the run would refuse every "
+           "layout of the ",
+           c.world, " devices searched (docs/planner.md), the first: ",
+           found.refused.empty() ? std::string("none") : found.refused.front());
   const SearchReport report{
       .model = *c.model,
       .space = space,
@@ -175,7 +184,7 @@ void search(const CLI::App& cmd, const PlanFlags& f) {
       .search = found,
       .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
       .top = f.top};
-  if (!f.svg.empty()) write_svg(f.svg, search_memory_svg(report));
+  if (!f.svg.empty()) write_file_atomically(f.svg, search_memory_svg(report));
   if (f.json)
     print_layout_search_json(report, std::cout);
   else
@@ -200,7 +209,8 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
                   "CPU threads per rank while calibrating (default: this machine's CPUs split "
                   "among --world ranks)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--gpus", f->config.world, "devices to search layouts for: --world");
+  cmd->add_option("--gpus", f->config.world, "devices to search layouts for: --world")
+      ->excludes(cmd->get_option("--world"));
   cmd->add_option("--top", f->top, "layouts shown of those that fit and of those that do not")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--svg", f->svg,
@@ -227,9 +237,9 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
     if (!f->svg.empty()) {
       std::vector<MemoryStats> memory;
       for (int r = 0; r < ranks.size(); ++r) memory.push_back(ranks[r].memory);
-      write_svg(f->svg,
-                layout_memory_svg(detail::concat("memory per rank (GiB): ", layout.to_string()),
-                                  memory, machine.device_memory));
+      write_file_atomically(
+          f->svg, layout_memory_svg(detail::concat("memory per rank (GiB): ", layout.to_string()),
+                                    memory, machine.device_memory));
     }
     if (f->json)
       print_plan_json(c, layout, ranks, predicted, std::cout);

@@ -50,12 +50,6 @@ PipelineStageCosts parse_costs(const std::string& text) {
   return {values[0], values[1], values[2]};
 }
 
-void write_drawing(const std::string& path, const std::string& drawing) {
-  AtomicFile file(path);  // whole or not at all
-  write_file_synced(file.partial_path(), drawing);
-  file.commit();
-}
-
 // A traced run's step as it ran: printed, and drawn with --svg.
 std::string traced_report(const ScheduleFlags& f) {
   const TracedStep step = read_traced_step(f.trace, f.step);
@@ -65,7 +59,7 @@ std::string traced_report(const ScheduleFlags& f) {
           f.svg, "--svg",
           (std::filesystem::path(f.trace) / ("rank_" + std::to_string(r.rank) + ".json")).string(),
           "a rank's trace");
-    write_drawing(f.svg, traced_step_svg(step));
+    write_file_atomically(f.svg, traced_step_svg(step));
   }
   return traced_step_report(step);
 }
@@ -79,9 +73,10 @@ std::string report(const ScheduleFlags& f) {
   const PipelineStageCosts costs = parse_costs(f.costs);
   if (!f.svg.empty()) {
     check_output_is_not_input(f.svg, "--svg", f.file, "the --file schedule");
-    write_drawing(f.svg, f.file.empty() ? pipeline_schedule_svg(f.kind, f.pp, f.microbatches,
-                                                                f.virtual_stages, costs)
-                                        : pipeline_schedule_file_svg(f.file, costs));
+    write_file_atomically(
+        f.svg, f.file.empty()
+                   ? pipeline_schedule_svg(f.kind, f.pp, f.microbatches, f.virtual_stages, costs)
+                   : pipeline_schedule_file_svg(f.file, costs));
   }
   if (!f.file.empty()) return pipeline_schedule_file_report(f.file, costs);
   return pipeline_schedule_report(f.kind, f.pp, f.microbatches, f.virtual_stages, costs);

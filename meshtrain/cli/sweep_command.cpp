@@ -110,9 +110,7 @@ void print_summary(const std::vector<SweepRow>& rows, std::ostream& out) {
 // Writes `text` to `path` whole or not at all.
 void write_output(const std::string& path, const std::string& what, const std::string& text) {
   check_regular_output(path, what);
-  AtomicFile file(path);
-  write_file_synced(file.partial_path(), text);
-  file.commit();
+  write_file_atomically(path, text);
 }
 
 // A CSV field's text inside its quotes: each quote doubled.

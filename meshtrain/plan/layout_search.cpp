@@ -6,10 +6,10 @@
 #include <future>
 #include <iterator>
 #include <optional>
-#include <thread>
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/memory.h"
+#include "meshtrain/core/ops/cpu/cpu_threads.h"
 #include "meshtrain/mesh/axis_names.h"
 #include "meshtrain/plan/model_state.h"
 #include "meshtrain/plan/rank_replay.h"
@@ -43,7 +43,8 @@ int pipeline_ranks(const MeshLayout& mesh) {
 
 std::vector<MeshChoice> mesh_choices(int world, int devices_per_node, int max_pp) {
   std::vector<MeshChoice> out;
-  for (int tp = 1; tp <= std::max(1, devices_per_node) && world % tp == 0; tp *= 2) {
+  // tp within a node: dividing its devices, so that no tp group straddles two nodes.
+  for (int tp = 1; devices_per_node % tp == 0 && world % tp == 0; tp *= 2) {
     for (const int pp : divisors(world / tp)) {
       if (pp > max_pp) break;
       const int dp = world / (pp * tp);
@@ -170,10 +171,12 @@ class Search {
     return p;
   }
 
-  // Fills in `p`'s prediction. Nothing is replayed when the model state alone exceeds the
-  // device's memory; the stages are replayed first stage first (it holds the most micro-batches
-  // in flight), last stage next (the head's logits), and the first over the memory ends it.
+  // Fills in `p`'s prediction, after the run's own checks. Nothing is replayed when the model
+  // state alone exceeds the device's memory; the stages are replayed first stage first (it holds
+  // the most micro-batches in flight), last stage next (the head's logits), and the first over
+  // the memory ends it.
   void predict(PlannedLayout& p) {
+    check_replayable(model_, p.layout, p.workload);
     const double capacity = machine_.device_memory;
     const MeshLayout& mesh = p.layout.mesh;
     const int stages = pipeline_ranks(mesh);
@@ -198,7 +201,9 @@ class Search {
       const int rank = s * (mesh.size() / stages);
       leaders[s] = replay_rank(model_, p.layout, p.workload, rank);
       ++out_.replays;
-      if (leaders[s].memory.total.peak >= p.peak_bytes) {
+      // The largest peak, the lowest rank of equals (as `plan --mesh` names it).
+      const uint64_t peak = leaders[s].memory.total.peak;
+      if (peak > p.peak_bytes || (peak == p.peak_bytes && rank < p.peak_rank)) {
         p.peak_rank = rank;
         p.peak_memory = leaders[s].memory;
         p.peak_bytes = p.peak_memory.total.peak;
@@ -248,15 +253,21 @@ LayoutSearch search_layouts(const ModelSpec& model, const SearchSpace& space,
   // as the local backend's ranks do), merged in the meshes' order.
   std::vector<LayoutSearch> per_mesh(choices.size());
   std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};  // a worker threw: the others stop at their next mesh
   const auto work = [&] {
-    for (size_t i; (i = next++) < choices.size();) {
-      Search search(model, space, machine);
-      search.evaluate(choices[i]);
-      per_mesh[i] = std::move(search).result();
+    try {
+      for (size_t i; !failed && (i = next++) < choices.size();) {
+        Search search(model, space, machine);
+        search.evaluate(choices[i]);
+        per_mesh[i] = std::move(search).result();
+      }
+    } catch (...) {
+      failed = true;
+      throw;
     }
   };
   const size_t workers =
-      std::min<size_t>(choices.size(), std::max(1u, std::thread::hardware_concurrency()));
+      std::min<size_t>(choices.size(), static_cast<size_t>(ops::cpu::available_cpus()));
   std::vector<std::future<void>> running;
   for (size_t w = 0; w < workers; ++w) running.push_back(std::async(std::launch::async, work));
   for (std::future<void>& r : running) r.get();  // rethrows what a worker threw

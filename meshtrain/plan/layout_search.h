@@ -38,7 +38,9 @@ struct SearchSpace {
   // The global batch and sequence length; the search chooses the micro-batches.
   Workload workload{};
   // The options the search leaves as given (FSDP's dtypes, prefetch, units); its mesh, FSDP
-  // mode, schedule, sequence parallelism and checkpointing are the search's.
+  // mode, schedule, sequence parallelism and checkpointing are the search's. Leave FSDP's
+  // reshard_after_forward, grad_sync and offload unset: the space counts on their defaults for
+  // each mode and pipeline.
   PlanLayout base{};
   int max_pp = 16;
 };
@@ -49,7 +51,8 @@ struct PlannedLayout {
   Workload workload;
   bool fits = false;
   bool replayed = false;  // false: the model state alone did not fit, nothing was replayed
-  // Without fits: why, "model state 91.2 GiB over 80.0 GiB" or "peak 97.0 GiB over 80.0 GiB".
+  // Without fits: why, "model state 91.2 GiB (rank 0) over 80.0 GiB" or "peak 97.0 GiB (rank
+  // 512) over 80.0 GiB".
   std::string does_not_fit{};
   // The rank whose step peaks highest (a stage's first rank), its peak, and its memory by
   // category; without replayed, the rank with the most model state, that state, and no
@@ -68,9 +71,11 @@ struct PlannedLayout {
 
 struct LayoutSearch {
   std::vector<PlannedLayout> fitting;      // fastest first (tokens/s; then the smaller peak)
-  std::vector<PlannedLayout> not_fitting;  // the nearest to fitting first
+  // The nearest to fitting first, by peak_bytes: a lower bound of the peak where the replays
+  // stopped at the first stage over the memory, or where only the model state was counted.
+  std::vector<PlannedLayout> not_fitting;
   // Layouts the run would refuse (heads that tp does not divide, more stages than layers...),
-  // as "layout: why".
+  // as "layout: why", each reason once (one may cover a mesh's every schedule).
   std::vector<std::string> refused;
   int replays = 0;  // stage replays run
 };

@@ -69,8 +69,8 @@ struct ModelStatePrediction {
 ModelStatePrediction model_state_bytes(const ModelSpec& model, const PlanLayout& layout);
 
 // The model state of pipeline rank `pp_rank`'s first rank (tp rank 0, shard rank 0): the most
-// of its stage's ranks (TP splits evenly, FSDP pads only the last shards), at the cost of one
-// rank's pieces instead of every (pp, tp) coordinate's.
+// of its stage's ranks (TP's first ranks take the remainder rows, FSDP pads only the last
+// shards), at the cost of one rank's pieces instead of every (pp, tp) coordinate's.
 ModelStateBytes stage_leader_model_state(const ModelSpec& model, const PlanLayout& layout,
                                          int pp_rank);
 

@@ -62,7 +62,8 @@ ReplayedRank replay(const ModelSpec& spec, const PlanLayout& layout, const Workl
   return out;
 }
 
-// What the run would refuse before building anything, said as the planner's.
+}  // namespace
+
 void check_replayable(const ModelSpec& spec, const PlanLayout& layout, const Workload& workload) {
   workload.check(layout);
   MT_CHECK(spec.max_seq() == 0 || workload.seq <= spec.max_seq(), "workload: sequences of ",
@@ -82,8 +83,6 @@ void check_replayable(const ModelSpec& spec, const PlanLayout& layout, const Wor
         .micro_batch_tokens = workload.micro_batch_rows(layout) * workload.seq,
         .micro_batch_tokens_origin = "batch / data-parallel degree / micro-batches x seq"});
 }
-
-}  // namespace
 
 RankReplays::RankReplays(std::vector<ReplayedRank> each_rank) : replays_(std::move(each_rank)) {
   of_rank_.resize(replays_.size());
@@ -126,6 +125,9 @@ RankReplays stage_leaders(std::vector<ReplayedRank> leaders, const MeshLayout& m
   MT_CHECK(static_cast<int>(leaders.size()) == stages, "stage_leaders: ", leaders.size(),
            " replays for the ", stages, " pipeline stages of ", mesh.to_string());
   const int per_stage = mesh.size() / stages;  // pp is the slowest axis
+  for (int s = 0; s < stages; ++s)
+    MT_CHECK(leaders[s].replayed == s * per_stage, "stage_leaders: the replay of stage ", s,
+             " is rank ", leaders[s].replayed, "'s, not its first rank ", s * per_stage, "'s");
   std::vector<int> of_rank;
   for (int r = 0; r < mesh.size(); ++r) of_rank.push_back(r / per_stage);
   return RankReplays(std::move(leaders), std::move(of_rank));

@@ -47,14 +47,14 @@ struct ReplayedRank {
   // The rank whose replay these figures are: this one, or one that stands for it (below).
   int replayed = 0;
   // Over a step after the first (AdamW's moments held): held at its end, and its peaks.
-  MemoryStats memory;
+  MemoryStats memory{};
   // Bytes sent in the step on each mesh axis's group and on "dp", in mesh order with "dp" last
   // (as DryRunRank::sent and Trainer::bytes_sent_by_group).
-  std::vector<std::pair<std::string, uint64_t>> sent;
+  std::vector<std::pair<std::string, uint64_t>> sent{};
   // The step's collective and transfer calls on each of those groups, in the same order.
-  std::vector<std::pair<std::string, uint64_t>> calls;
+  std::vector<std::pair<std::string, uint64_t>> calls{};
   // The step's kernel calls, FLOPs and bytes, per op (the optimizer's update included).
-  ops::OpCounts kernels;
+  ops::OpCounts kernels{};
 };
 
 // Every rank's replay, each replay held once for all the ranks it stands for (4096 ranks share
@@ -85,16 +85,20 @@ class RankReplays {
 RankReplays replay_ranks(const ModelSpec& model, const PlanLayout& layout,
                          const Workload& workload);
 
+// What replay_ranks refuses, refused (InvalidArgument), without replaying anything.
+void check_replayable(const ModelSpec& model, const PlanLayout& layout, const Workload& workload);
+
 // One rank's step replayed alone, as replay_ranks replays it (and refusing what it refuses).
 ReplayedRank replay_rank(const ModelSpec& model, const PlanLayout& layout,
                          const Workload& workload, int rank);
 
 // The first rank of each pipeline stage (tp rank 0, shard rank 0) standing for the rest of its
 // stage, `leaders` in stage order (replay_rank of rank s x mesh.size() / pp): the layout search's
-// replays (layout_search.h), a stage's cost whatever the mesh's size. TP splits evenly and FSDP
-// pads only the last shards, so the first rank holds the most of its stage's ranks and computes
-// as much: its figures are the stage's largest, each rank's own where the shards split every
-// parameter evenly.
+// replays (layout_search.h), a stage's cost whatever the mesh's size. TP gives its first ranks
+// the remainder rows (the vocabulary's ceiling-sized slices) and FSDP pads only the last shards,
+// so the first rank holds the most of its stage's ranks and computes at least as much: its
+// figures are the stage's largest, each rank's own where every split is even. InvalidArgument
+// unless there is one leader per stage, each replaying its stage's first rank.
 RankReplays stage_leaders(std::vector<ReplayedRank> leaders, const MeshLayout& mesh);
 
 }  // namespace meshtrain

@@ -46,10 +46,11 @@ std::string shortened(const std::string& text, size_t most_chars) {
   return text.substr(0, end) + "\u2026";
 }
 
-double bar_total(const StackedBar& bar) {
-  double total = 0;
-  for (const double v : bar.values) total += v;
-  return total;
+// How far the bar reaches: its segments' sum, or its own total where that is more.
+double bar_length(const StackedBar& bar) {
+  double sum = 0;
+  for (const double v : bar.values) sum += v;
+  return std::max(sum, bar.total.value_or(0));
 }
 
 void check(const StackedBarChart& chart) {
@@ -65,6 +66,9 @@ void check(const StackedBarChart& chart) {
       MT_CHECK(std::isfinite(bar.values[k]) && bar.values[k] >= 0, "svg_stacked_bars: bar '",
                bar.label, "' has ", bar.values[k], " for segment '", chart.segments[k],
                "'; expected a finite value >= 0");
+    MT_CHECK(!bar.total || (std::isfinite(*bar.total) && *bar.total >= 0),
+             "svg_stacked_bars: bar '", bar.label, "' has a total of ", bar.total.value_or(0),
+             "; expected a finite value >= 0");
   }
 }
 
@@ -106,7 +110,7 @@ std::string svg_stacked_bars(const StackedBarChart& chart) {
 
   // The value axis: from 0 to a round value at or past the largest total and the limit.
   double largest = chart.limit.value_or(0);
-  for (const StackedBar& bar : chart.bars) largest = std::max(largest, bar_total(bar));
+  for (const StackedBar& bar : chart.bars) largest = std::max(largest, bar_length(bar));
   const std::vector<double> ticks = nice_ticks(0, largest > 0 ? largest : 1, 6);
   const double axis_max = ticks.back();
   const auto x_of = [&](double value) {
@@ -176,11 +180,12 @@ std::string svg_stacked_bars(const StackedBarChart& chart) {
              xml_escape(chart.segments[k] + ": " + format_value(bar.values[k]) + unit_suffix) +
              "</title></rect>\n";
     }
-    const bool over_limit = chart.limit && sum > *chart.limit;
+    const double total = bar.total.value_or(sum);
+    const bool over_limit = chart.limit && total > *chart.limit;
     out += "<text class=\"total\" x=\"" + px(x_of(sum) + 4) + "\" y=\"" + px(middle) +
            "\" dominant-baseline=\"middle\"" +
            (over_limit ? " fill=\"#b00020\" font-weight=\"bold\"" : "") + ">" +
-           xml_escape(format_value(sum)) + "</text>\n";
+           xml_escape(format_value(total)) + "</text>\n";
     out += "</g>\n";
   }
 

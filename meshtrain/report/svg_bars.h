@@ -14,6 +14,9 @@ struct StackedBar {
   std::string label{};           // left of the bar, cut with "…" when long ("#1 pp=2,dp=2")
   std::vector<double> values{};  // one per segment of the chart, in its order; finite, >= 0
   std::string tooltip{};         // optional: shown on hover over the label, under the full label
+  // The bar's own total, when its segments only bound it (memory categories, each at its own
+  // peak): written at the bar's end and held against the limit. Unset: the segments' sum.
+  std::optional<double> total{};
 };
 
 struct StackedBarChart {

@@ -74,12 +74,10 @@ RankTrace read_rank(int rank, const fs::path& file) {
                    [](const Event& a, const Event& b) { return a.begin_us < b.begin_us; });
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const Event& e = trace.events[i];
+    if (e.cat != "step" || !starts_with(e.name, "step ")) continue;
     int64_t step = 0;
-    const char* number = e.name.data() + 5;
     const char* end = e.name.data() + e.name.size();
-    if (e.cat == "step" && starts_with(e.name, "step ") &&
-        std::from_chars(number, end, step).ptr == end)
-      trace.steps[step] = i;
+    if (std::from_chars(e.name.data() + 5, end, step).ptr == end) trace.steps[step] = i;
   }
   return trace;
 }
@@ -90,7 +88,8 @@ std::vector<RankTrace> read_ranks(const std::string& dir) {
     throw InvalidArgument("--trace: '" + dir +
                           "' is not a folder; meshtrain train --trace DIR writes one");
   std::map<int, fs::path> files;
-  const std::regex rank_file(R"(rank_(\d{1,6})\.json)");
+  // One spelling per rank (no leading zeros), so that two files cannot claim one rank.
+  const std::regex rank_file(R"(rank_(0|[1-9]\d{0,5})\.json)");
   for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
     std::smatch match;
     const std::string name = entry.path().filename().string();
@@ -122,7 +121,7 @@ int64_t pick_step(const std::vector<RankTrace>& ranks, const std::string& dir, i
 
 // "1F3" -> its kind and micro-batch; InvalidArgument naming the file for another name.
 TracedAction parse_action(const std::string& name, const std::string& file) {
-  static const std::regex action(R"(\d+([FBIW])(\d+))");
+  static const std::regex action(R"(\d{1,6}([FBIW])(\d{1,6}))");  // a schedule's sizes
   std::smatch match;
   if (!std::regex_match(name, match, action))
     throw InvalidArgument("--trace: '" + file + "' holds the span '" + kActionPrefix + name +

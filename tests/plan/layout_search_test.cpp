@@ -11,6 +11,7 @@
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/models/llama_family.h"
+#include "meshtrain/plan/model_state.h"
 #include "meshtrain/plan/rank_replay.h"
 #include "tests/support/error_message.h"
 #include "tests/support/training_runs.h"
@@ -38,20 +39,63 @@ std::pair<uint64_t, double> planned_alone(const ModelSpec& model, const PlannedL
 }
 
 // The stage leaders stand for their stages: the largest peak is theirs, and the step is the
-// whole mesh's. Llama's 4 key/value heads split over tp 4; its shards split unevenly.
+// whole mesh's. Llama's 4 key/value heads split over tp 4; its shards split unevenly. On nodes of
+// two devices the search adds hybrid sharding.
 TEST(LayoutSearch, PredictsEachLayoutAsItsOwnPlan) {
   const ModelSpecPtr llama = llama_model(uneven_llama(/*layers=*/4, /*tied=*/false));
-  const MachineProfile machine = node_of_four();
-  const LayoutSearch found = search_layouts(*llama, space_of(4), machine);
-  ASSERT_GE(found.fitting.size(), 20u);
-  for (const PlannedLayout& p : found.fitting) {
-    SCOPED_TRACE(p.layout.to_string() + " m=" + std::to_string(p.workload.micro_batches));
-    const auto [peak, step] = planned_alone(*llama, p, machine);
-    EXPECT_EQ(p.peak_bytes, peak);
-    EXPECT_EQ(p.peak_memory.total.peak, peak);
-    EXPECT_NEAR(p.step_seconds, step, 1e-9 * step);
-    EXPECT_NEAR(p.throughput.tokens_per_s, 16 * 8 / step, 1e-6 * 16 * 8 / step);
+  for (const int per_node : {4, 2}) {
+    MachineProfile machine = node_of_four();
+    machine.devices_per_node = per_node;
+    const LayoutSearch found = search_layouts(*llama, space_of(4), machine);
+    ASSERT_GE(found.fitting.size(), 20u);
+    int hybrid = 0;
+    for (const PlannedLayout& p : found.fitting) {
+      SCOPED_TRACE(p.layout.to_string() + " m=" + std::to_string(p.workload.micro_batches));
+      hybrid += p.layout.fsdp.mode == FsdpMode::hybrid;
+      const auto [peak, step] = planned_alone(*llama, p, machine);
+      EXPECT_EQ(p.peak_bytes, peak);
+      EXPECT_EQ(p.peak_memory.total.peak, peak);
+      EXPECT_NEAR(p.step_seconds, step, 1e-9 * step);
+      EXPECT_NEAR(p.throughput.tokens_per_s, 16 * 8 / step, 1e-6 * 16 * 8 / step);
+    }
+    EXPECT_EQ(hybrid > 0, per_node == 2);
   }
+}
+
+// Each stage's first rank holds the most model state of its stage, as every rank's prediction
+// (model_state_bytes) counts it.
+TEST(LayoutSearch, AStagesFirstRankHoldsItsLargestModelState) {
+  const ModelSpecPtr llama = llama_model(uneven_llama(/*layers=*/4, /*tied=*/false));
+  for (const char* mesh : {"pp=2,dp_shard=3,tp=2", "pp=2,dp_replicate=2,dp_shard=3", "tp=4"}) {
+    SCOPED_TRACE(mesh);
+    PlanLayout layout{.mesh = parse_mesh_spec(mesh)};
+    if (layout.mesh.has_axis("dp_replicate")) layout.fsdp.mode = FsdpMode::hybrid;
+    const ModelStatePrediction every = model_state_bytes(*llama, layout);
+    const int stages = layout.pipelined() ? layout.mesh.axis_size("pp") : 1;
+    for (int s = 0; s < stages; ++s) {
+      ModelStateBytes most;
+      for (const RankModelState& r : every.ranks)
+        if (r.pp_rank == s && r.bytes.total() > most.total()) most = r.bytes;
+      EXPECT_EQ(stage_leader_model_state(*llama, layout, s), most) << "stage " << s;
+    }
+  }
+}
+
+// One leader per stage, each its stage's first rank; anything else is refused.
+TEST(LayoutSearch, StageLeadersAreEachStagesFirstRank) {
+  const MeshLayout mesh = parse_mesh_spec("pp=2,dp_shard=2");
+  const RankReplays ranks =
+      stage_leaders({ReplayedRank{.replayed = 0}, ReplayedRank{.replayed = 2}}, mesh);
+  ASSERT_EQ(ranks.size(), 4);
+  EXPECT_EQ(ranks[1].replayed, 0);
+  EXPECT_EQ(ranks[3].replayed, 2);
+  expect_error<InvalidArgument>([&] { stage_leaders({ReplayedRank{}}, mesh); },
+                                "1 replays for the 2 pipeline stages");
+  expect_error<InvalidArgument>(
+      [&] {
+        stage_leaders({ReplayedRank{.replayed = 0}, ReplayedRank{.replayed = 3}}, mesh);
+      },
+      "the replay of stage 1 is rank 3's, not its first rank 2's");
 }
 
 // Every mesh of four devices (tp and pp up to 4, the data axes the rest), each FSDP mode, each
@@ -79,7 +123,10 @@ TEST(LayoutSearch, CoversTheSpaceFastestFirst) {
       std::is_sorted(found.fitting.begin(), found.fitting.end(), [](const auto& a, const auto& b) {
         return a.throughput.tokens_per_s > b.throughput.tokens_per_s;
       }));
-  EXPECT_GT(found.replays, static_cast<int>(found.fitting.size()));
+  int stages = 0;  // every stage of each layout that fits was replayed, at least
+  for (const PlannedLayout& p : found.fitting)
+    stages += p.layout.pipelined() ? p.layout.mesh.axis_size("pp") : 1;
+  EXPECT_GE(found.replays, stages);
   EXPECT_TRUE(found.not_fitting.empty());
   // Four stages of interleaved need 8 layers: refused, with the pipeline's reason.
   ASSERT_FALSE(found.refused.empty());
@@ -98,7 +145,7 @@ TEST(LayoutSearch, CoversTheSpaceFastestFirst) {
 
 // On a device too small for a whole batch's activations, checkpointing; on one too small for
 // the model state, nothing replayed, and each layout says why.
-TEST(LayoutSearch, ChecksPointsWhereNeededAndSaysWhyTheRestDoNotFit) {
+TEST(LayoutSearch, CheckpointsWhereNeededAndSaysWhyTheRestDoNotFit) {
   const ModelSpecPtr llama = llama_model(uneven_llama(/*layers=*/4, /*tied=*/false));
   MachineProfile machine = node_of_four();
   const LayoutSearch roomy = search_layouts(*llama, space_of(1), machine);
@@ -106,10 +153,11 @@ TEST(LayoutSearch, ChecksPointsWhereNeededAndSaysWhyTheRestDoNotFit) {
   const PlannedLayout& single = roomy.fitting.front();
   ASSERT_EQ(single.layout.ac.mode, AcMode::none);
 
-  // Room for the model state and a little more than full checkpointing's activations.
-  PlanLayout full_ac = single.layout;
-  full_ac.ac.mode = AcMode::full;
-  const RankReplays checkpointed = replay_ranks(*llama, full_ac, single.workload);
+  // Room for selective checkpointing's peak at one micro-batch: full fits too, and selective,
+  // the lighter, is chosen.
+  PlanLayout selective = single.layout;
+  selective.ac.mode = AcMode::selective;
+  const RankReplays checkpointed = replay_ranks(*llama, selective, single.workload);
   machine.device_memory = static_cast<double>(checkpointed[0].memory.total.peak);
   const LayoutSearch tight = search_layouts(*llama, space_of(1), machine);
   int whole_batch = 0;  // layouts of one micro-batch: they fit only checkpointed
@@ -117,9 +165,9 @@ TEST(LayoutSearch, ChecksPointsWhereNeededAndSaysWhyTheRestDoNotFit) {
     EXPECT_LE(static_cast<double>(p.peak_bytes), machine.device_memory) << p.layout.to_string();
     if (p.workload.micro_batches > 1) continue;  // smaller micro-batches may fit without
     ++whole_batch;
-    EXPECT_NE(p.layout.ac.mode, AcMode::none) << p.layout.to_string();
+    EXPECT_EQ(p.layout.ac.mode, AcMode::selective) << p.layout.to_string();
   }
-  EXPECT_GT(whole_batch, 0);
+  EXPECT_EQ(whole_batch, 1);
   for (const PlannedLayout& p : tight.not_fitting) {
     EXPECT_GT(static_cast<double>(p.peak_bytes), machine.device_memory);
     EXPECT_NE(p.does_not_fit.find(" over "), std::string::npos) << p.does_not_fit;
@@ -151,6 +199,17 @@ TEST(LayoutSearch, RefusesAnEmptySpace) {
         search_layouts(*llama, {.world = 4, .workload = {.batch = 0, .seq = 8}}, node_of_four());
       },
       "a global batch and a sequence length of at least 1");
+  expect_error<InvalidArgument>(
+      [&] {
+        search_layouts(*llama, {.world = 4, .workload = {.batch = 8, .seq = 8}, .max_pp = 0},
+                       node_of_four());
+      },
+      "max_pp of at least 1");
+  expect_error<InvalidArgument>(
+      [&] {
+        search_layouts(*llama, {.world = 4, .workload = {.batch = 8, .seq = 64}}, node_of_four());
+      },
+      "sequences of 64 tokens exceed the model's context length 13");
 }
 
 }  // namespace

@@ -126,6 +126,24 @@ TEST(SvgBars, TheAxisCoversTheLargestBarPastTheLimit) {
   EXPECT_EQ(totals[1]->attributes.count("font-weight"), 0u);
 }
 
+// Categories each at its own peak sum past the rank's peak: the bar's own total is written and
+// held against the limit, the segments drawn as they are.
+TEST(SvgBars, ABarsOwnTotalIsWrittenAndHeldAgainstTheLimit) {
+  StackedBarChart chart = memory_chart();
+  chart.bars[0].values = {10, 20, 25, 30};  // 85 GiB of categories
+  chart.bars[0].total = 79.5;               // peaking at 79.5 GiB: it fits
+  chart.bars[1].total = 90;                 // past what its segments reach
+  const XmlNode svg = MiniXml::parse(svg_stacked_bars(chart));
+  const auto totals = with_class(svg, "text", "total");
+  EXPECT_EQ(totals[0]->text, "79.5");
+  EXPECT_EQ(totals[0]->attributes.count("font-weight"), 0u);
+  EXPECT_EQ(totals[1]->text, "90");
+  EXPECT_EQ(totals[1]->attributes.at("font-weight"), "bold");
+  EXPECT_GE(std::stod(with_class(svg, "text", "tick").back()->text), 90);
+  chart.bars[0].total = -1;
+  EXPECT_THROW(svg_stacked_bars(chart), InvalidArgument);
+}
+
 TEST(SvgBars, HasALegendEntryPerSegmentInOrder) {
   StackedBarChart chart = memory_chart();
   chart.segments = {"parameters",     "gradients",   "optimizer state",      "full parameters",

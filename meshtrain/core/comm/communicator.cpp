@@ -83,7 +83,8 @@ void Communicator::check_placement(const Tensor& out, const Tensor& in, std::str
   const auto name = [&](std::string_view which) {
     std::string text;
     text.reserve(op.size() + 1 + which.size());
-    return text.append(op).append(" ").append(which);
+    text.append(op).append(" ").append(which);
+    return text;
   };
   const bool gpu_in = in.defined() && in.device().is_cuda();
   const bool gpu_out = out.defined() && out.device().is_cuda();
