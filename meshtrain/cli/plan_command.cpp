@@ -221,6 +221,8 @@ void add_plan_command(CLI::App& app, const Registries& registries) {
                 "each rank's memory by category and bytes sent per group, in bytes");
   cmd->callback([cmd, f, &registries] {
     apply_run_flags(*f, registries);
+    check_output_is_not_input(f->svg, "--svg", f->machine->machine_file, "the --machine-file");
+    check_output_is_not_input(f->svg, "--svg", f->machine->calibrate, "the --calibrate profile");
     TrainConfig& c = f->config;
     c.device = DeviceKind::meta;
     if (f->mesh.empty()) return search(*cmd, *f);

@@ -96,6 +96,11 @@ RankReplays::RankReplays(std::vector<ReplayedRank> replays, std::vector<int> of_
              " of ", replays_.size());
 }
 
+int RankReplays::distinct_index(int rank) const {
+  MT_CHECK(rank >= 0 && rank < size(), "RankReplays: rank ", rank, " of ", size());
+  return of_rank_[static_cast<size_t>(rank)];
+}
+
 RankReplays replay_ranks(const ModelSpec& spec, const PlanLayout& layout,
                          const Workload& workload) {
   check_replayable(spec, layout, workload);

@@ -68,11 +68,11 @@ class RankReplays {
   RankReplays(std::vector<ReplayedRank> replays, std::vector<int> of_rank);
 
   int size() const { return static_cast<int>(of_rank_.size()); }  // the mesh's ranks
-  const ReplayedRank& operator[](int rank) const { return replays_[of_rank_.at(rank)]; }
+  const ReplayedRank& operator[](int rank) const { return replays_[distinct_index(rank)]; }
   // Each replay once, in the order of the first rank it stands for.
   const std::vector<ReplayedRank>& distinct() const { return replays_; }
-  // Which of distinct() stands for `rank`.
-  int distinct_index(int rank) const { return of_rank_.at(rank); }
+  // Which of distinct() stands for `rank`. InvalidArgument for a rank outside the mesh.
+  int distinct_index(int rank) const;
 
  private:
   std::vector<ReplayedRank> replays_;

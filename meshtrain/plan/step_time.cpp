@@ -174,6 +174,8 @@ StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& w
 Throughput predicted_throughput(const ModelSpec& model, const PlanLayout& layout,
                                 const Workload& workload, double step_seconds,
                                 const MachineProfile& machine) {
+  MT_CHECK(step_seconds > 0, "predicted_throughput: a step of ", step_seconds,
+           " s; expected more than 0");
   const double tokens = static_cast<double>(workload.batch * workload.seq);
   return {.tokens_per_s = tokens / step_seconds,
           .mfu = model_flop_utilisation(model.training_flops(tokens, workload.seq) / step_seconds,

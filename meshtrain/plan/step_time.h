@@ -74,6 +74,7 @@ DType compute_dtype(const PlanLayout& layout);
 StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& workload,
                                      const RankReplays& replayed, const MachineProfile& machine);
 
+// InvalidArgument for a step of 0 seconds or less.
 Throughput predicted_throughput(const ModelSpec& model, const PlanLayout& layout,
                                 const Workload& workload, double step_seconds,
                                 const MachineProfile& machine);

@@ -180,6 +180,13 @@ TEST(StepTime, RefusesAnUnusableMachineOrReplaysOfAnotherMesh) {
   expect_error<InvalidArgument>(
       [&] { predict_step_time(layout_of("dp_shard=2"), {}, each({one}), round_machine()); },
       "1 replayed ranks for the 2 ranks");
+  expect_error<InvalidArgument>([&] { each({one})[1]; }, "RankReplays: rank 1 of 1");
+  expect_error<InvalidArgument>(
+      [&] {
+        predicted_throughput(*gpt2_model(uneven_model()), layout_of("dp_shard=1"),
+                             {.batch = 1, .seq = 1, .micro_batches = 1}, 0.0, round_machine());
+      },
+      "a step of 0 s; expected more than 0");
 }
 
 TEST(MachinePresets, StateThePublishedPeaksAndTheirEfficiency) {
