@@ -24,6 +24,16 @@ struct XmlNode {
     if (name == tag) out.push_back(this);
     for (const XmlNode& child : children) child.find_all(tag, out);
   }
+  // The `tag` elements at or under this one whose class is `css_class`, in document order.
+  std::vector<const XmlNode*> find_with_class(const std::string& tag,
+                                              const std::string& css_class) const {
+    std::vector<const XmlNode*> all, matching;
+    find_all(tag, all);
+    for (const XmlNode* n : all)
+      if (n->attributes.count("class") && n->attributes.at("class") == css_class)
+        matching.push_back(n);
+    return matching;
+  }
 };
 
 class MiniXml {

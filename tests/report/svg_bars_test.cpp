@@ -24,16 +24,6 @@ using testing::XmlNode;
 // its value, and the scale read from the ticks adds a little.
 constexpr double kTolerance = 0.02;
 
-std::vector<const XmlNode*> with_class(const XmlNode& root, const std::string& tag,
-                                       const std::string& css_class) {
-  std::vector<const XmlNode*> all, matching;
-  root.find_all(tag, all);
-  for (const XmlNode* n : all)
-    if (n->attributes.count("class") && n->attributes.at("class") == css_class)
-      matching.push_back(n);
-  return matching;
-}
-
 double number(const XmlNode& node, const std::string& attribute) {
   return std::stod(node.attributes.at(attribute));
 }
@@ -59,17 +49,17 @@ StackedBarChart memory_chart() {
 TEST(SvgBars, SegmentWidthsAreTheValuesThroughOneScale) {
   const StackedBarChart chart = memory_chart();
   const XmlNode svg = MiniXml::parse(svg_stacked_bars(chart));
-  const auto bars = with_class(svg, "g", "bar");
+  const auto bars = svg.find_with_class("g", "bar");
   ASSERT_EQ(bars.size(), 2u);
-  const auto first = with_class(*bars[0], "rect", "segment");
-  const auto second = with_class(*bars[1], "rect", "segment");
+  const auto first = bars[0]->find_with_class("rect", "segment");
+  const auto second = bars[1]->find_with_class("rect", "segment");
   ASSERT_EQ(first.size(), 3u);   // the zero optimizer state draws nothing
   ASSERT_EQ(second.size(), 3u);  // nor do the zero gradients
   EXPECT_EQ(first[2]->attributes.at("data-segment"), "activations");
   EXPECT_EQ(second[1]->attributes.at("data-segment"), "optimizer state");
 
   // Pixels per GiB, from the axis' ticks at 0 and 80 GiB; every segment must agree.
-  const auto ticks = with_class(svg, "text", "tick");
+  const auto ticks = svg.find_with_class("text", "tick");
   ASSERT_GE(ticks.size(), 2u);
   EXPECT_EQ(ticks.front()->text, "0");
   EXPECT_EQ(ticks.back()->text, "80");  // the limit, past the largest bar (60)
@@ -94,15 +84,15 @@ TEST(SvgBars, SegmentWidthsAreTheValuesThroughOneScale) {
   EXPECT_EQ(title_of(*second[2]), "activations: 12.5 GiB");
 
   // The limit line falls where 80 GiB does.
-  const auto limit = with_class(svg, "line", "limit");
+  const auto limit = svg.find_with_class("line", "limit");
   ASSERT_EQ(limit.size(), 1u);
   EXPECT_NEAR(number(*limit[0], "x1"), left + 80 * scale, kTolerance);
   EXPECT_EQ(number(*limit[0], "x1"), number(*limit[0], "x2"));
-  const auto limit_label = with_class(svg, "text", "limit-label");
+  const auto limit_label = svg.find_with_class("text", "limit-label");
   ASSERT_EQ(limit_label.size(), 1u);
   EXPECT_EQ(limit_label[0]->text, "80 GiB per device");
   // Each bar's total follows it.
-  const auto totals = with_class(svg, "text", "total");
+  const auto totals = svg.find_with_class("text", "total");
   ASSERT_EQ(totals.size(), 2u);
   EXPECT_EQ(totals[0]->text, "60");
   EXPECT_EQ(totals[1]->text, "32.5");
@@ -112,16 +102,17 @@ TEST(SvgBars, TheAxisCoversTheLargestBarPastTheLimit) {
   StackedBarChart chart = memory_chart();
   chart.bars[0].values = {40, 40, 40, 3};  // 123 GiB, over the 80 GiB device
   const XmlNode svg = MiniXml::parse(svg_stacked_bars(chart));
-  const auto ticks = with_class(svg, "text", "tick");
+  const auto ticks = svg.find_with_class("text", "tick");
   const double axis_max = std::stod(ticks.back()->text);
   EXPECT_GE(axis_max, 123);
   const double left = number(*ticks.front(), "x");
   const double scale = (number(*ticks.back(), "x") - left) / axis_max;
-  EXPECT_NEAR(number(*with_class(svg, "line", "limit")[0], "x1"), left + 80 * scale, kTolerance);
-  const auto segments = with_class(svg, "rect", "segment");
+  EXPECT_NEAR(number(*svg.find_with_class("line", "limit")[0], "x1"), left + 80 * scale,
+              kTolerance);
+  const auto segments = svg.find_with_class("rect", "segment");
   EXPECT_NEAR(number(*segments[2], "x") + number(*segments[2], "width"), left + 120 * scale,
               kTolerance);
-  const auto totals = with_class(svg, "text", "total");
+  const auto totals = svg.find_with_class("text", "total");
   EXPECT_EQ(totals[0]->attributes.at("font-weight"), "bold");  // over the limit
   EXPECT_EQ(totals[1]->attributes.count("font-weight"), 0u);
 }
@@ -134,12 +125,12 @@ TEST(SvgBars, ABarsOwnTotalIsWrittenAndHeldAgainstTheLimit) {
   chart.bars[0].total = 79.5;               // peaking at 79.5 GiB: it fits
   chart.bars[1].total = 90;                 // past what its segments reach
   const XmlNode svg = MiniXml::parse(svg_stacked_bars(chart));
-  const auto totals = with_class(svg, "text", "total");
+  const auto totals = svg.find_with_class("text", "total");
   EXPECT_EQ(totals[0]->text, "79.5");
   EXPECT_EQ(totals[0]->attributes.count("font-weight"), 0u);
   EXPECT_EQ(totals[1]->text, "90");
   EXPECT_EQ(totals[1]->attributes.at("font-weight"), "bold");
-  EXPECT_GE(std::stod(with_class(svg, "text", "tick").back()->text), 90);
+  EXPECT_GE(std::stod(svg.find_with_class("text", "tick").back()->text), 90);
   chart.bars[0].total = -1;
   EXPECT_THROW(svg_stacked_bars(chart), InvalidArgument);
 }
@@ -150,11 +141,11 @@ TEST(SvgBars, HasALegendEntryPerSegmentInOrder) {
                     "full gradients", "activations", "communication buffers"};
   for (StackedBar& bar : chart.bars) bar.values = {1, 2, 3, 4, 5, 6, 7};
   const XmlNode svg = MiniXml::parse(svg_stacked_bars(chart));
-  const auto swatches = with_class(svg, "rect", "legend");
+  const auto swatches = svg.find_with_class("rect", "legend");
   ASSERT_EQ(swatches.size(), chart.segments.size());
   std::vector<const XmlNode*> texts;
   svg.find_all("text", texts);
-  const auto segments = with_class(svg, "rect", "segment");
+  const auto segments = svg.find_with_class("rect", "segment");
   ASSERT_EQ(segments.size(), 14u);
   for (size_t k = 0; k < chart.segments.size(); ++k) {
     const auto named = std::find_if(texts.begin(), texts.end(),
@@ -179,12 +170,13 @@ TEST(SvgBars, EscapesLabelsAndShortensLongOnesKeepingThemInTheTooltip) {
   EXPECT_THAT(text, Not(HasSubstr("<script")));
   EXPECT_THAT(text, Not(HasSubstr("href")));
   EXPECT_EQ(title_of(svg), "a <chart> & \"more\"");
-  const auto labels = with_class(svg, "text", "label");
+  const auto labels = svg.find_with_class("text", "label");
   ASSERT_EQ(labels.size(), 2u);
   EXPECT_EQ(labels[0]->text, "#1 <pp=2> & \"dp\"");
   EXPECT_EQ(title_of(*labels[0]), "rank 0");
-  EXPECT_EQ(with_class(svg, "rect", "segment")[0]->attributes.at("data-segment"), "params & <co>");
-  EXPECT_EQ(title_of(*with_class(svg, "rect", "segment")[0]), "params & <co>: 10 G<i>B");
+  EXPECT_EQ(svg.find_with_class("rect", "segment")[0]->attributes.at("data-segment"),
+            "params & <co>");
+  EXPECT_EQ(title_of(*svg.find_with_class("rect", "segment")[0]), "params & <co>: 10 G<i>B");
 
   // The long label ends in an ellipsis left of the bars; its full text is in its tooltip.
   const std::string shown = labels[1]->text;
@@ -194,7 +186,7 @@ TEST(SvgBars, EscapesLabelsAndShortensLongOnesKeepingThemInTheTooltip) {
   const double label_right = number(*labels[1], "x");                // text-anchor="end"
   const double label_chars = static_cast<double>(shown.size() - 2);  // the ellipsis is 3 bytes
   EXPECT_GE(label_right - 6.5 * label_chars, 0) << "the label starts inside the chart";
-  for (const XmlNode* rect : with_class(svg, "rect", "segment"))
+  for (const XmlNode* rect : svg.find_with_class("rect", "segment"))
     EXPECT_GT(number(*rect, "x"), label_right);
 }
 
@@ -205,7 +197,7 @@ TEST(SvgBars, CutsAUtf8LabelBetweenCharacters) {
   chart.bars[1].label.clear();
   for (int i = 0; i < 40; ++i) chart.bars[1].label += "\u00e9";
   const XmlNode svg = MiniXml::parse(svg_stacked_bars(chart));
-  const auto labels = with_class(svg, "text", "label");
+  const auto labels = svg.find_with_class("text", "label");
   ASSERT_EQ(labels.size(), 2u);
   std::string expected;
   for (int i = 0; i < 18; ++i) expected += "\u00e9";
@@ -219,16 +211,16 @@ TEST(SvgBars, NoBarsGiveAnEmptyChartWithItsTitle) {
   chart.limit.reset();
   const XmlNode svg = MiniXml::parse(svg_stacked_bars(chart));
   EXPECT_EQ(title_of(svg), "Memory per rank");
-  EXPECT_TRUE(with_class(svg, "g", "bar").empty());
-  EXPECT_TRUE(with_class(svg, "line", "limit").empty());
+  EXPECT_TRUE(svg.find_with_class("g", "bar").empty());
+  EXPECT_TRUE(svg.find_with_class("line", "limit").empty());
   EXPECT_GT(number(svg, "height"), 0);
   // Nothing at all: no segments either.
   MiniXml::parse(svg_stacked_bars({.title = "empty"}));
   // Bars of zeros draw no rects but still a total.
   chart.bars = {{"idle", {0, 0, 0, 0}, ""}};
   const XmlNode zeros = MiniXml::parse(svg_stacked_bars(chart));
-  EXPECT_TRUE(with_class(zeros, "rect", "segment").empty());
-  EXPECT_EQ(with_class(zeros, "text", "total")[0]->text, "0");
+  EXPECT_TRUE(zeros.find_with_class("rect", "segment").empty());
+  EXPECT_EQ(zeros.find_with_class("text", "total")[0]->text, "0");
 }
 
 TEST(SvgBars, TheHeightFollowsTheBarCount) {

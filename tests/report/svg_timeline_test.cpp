@@ -13,16 +13,6 @@ namespace {
 using testing::MiniXml;
 using testing::XmlNode;
 
-std::vector<const XmlNode*> with_class(const XmlNode& svg, const std::string& tag,
-                                       const std::string& css_class) {
-  std::vector<const XmlNode*> all, matching;
-  svg.find_all(tag, all);
-  for (const XmlNode* n : all)
-    if (n->attributes.count("class") && n->attributes.at("class") == css_class)
-      matching.push_back(n);
-  return matching;
-}
-
 Timeline two_lanes() {
   Timeline t;
   t.title = "a <timeline> & more";
@@ -40,11 +30,11 @@ Timeline two_lanes() {
 TEST(SvgTimeline, DrawsEveryBoxOnItsLaneAtItsTimes) {
   const XmlNode svg = MiniXml::parse(svg_timeline(two_lanes()));
   EXPECT_EQ(svg.name, "svg");
-  const std::vector<const XmlNode*> boxes = with_class(svg, "rect", "box");
-  const std::vector<const XmlNode*> idle = with_class(svg, "rect", "idle");
+  const std::vector<const XmlNode*> boxes = svg.find_with_class("rect", "box");
+  const std::vector<const XmlNode*> idle = svg.find_with_class("rect", "idle");
   ASSERT_EQ(boxes.size(), 4u);
   ASSERT_EQ(idle.size(), 2u);
-  EXPECT_EQ(with_class(svg, "line", "transfer").size(), 2u);
+  EXPECT_EQ(svg.find_with_class("line", "transfer").size(), 2u);
   // One scale: box widths in proportion to their durations, starts in order of their times.
   const auto x = [](const XmlNode* n) { return std::stod(n->attributes.at("x")); };
   const auto width = [](const XmlNode* n) { return std::stod(n->attributes.at("width")); };
