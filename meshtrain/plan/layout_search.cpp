@@ -180,11 +180,11 @@ class Search {
     const double capacity = machine_.device_memory;
     const MeshLayout& mesh = p.layout.mesh;
     const int stages = pipeline_ranks(mesh);
+    const std::vector<ModelStateBytes> states = stage_leader_model_states(model_, p.layout);
     for (int s = 0; s < stages; ++s) {
-      const uint64_t state = stage_leader_model_state(model_, p.layout, s).total();
-      if (state <= p.peak_bytes) continue;
+      if (states[s].total() <= p.peak_bytes) continue;
       p.peak_rank = s * (mesh.size() / stages);
-      p.peak_bytes = state;
+      p.peak_bytes = states[s].total();
     }
     if (static_cast<double>(p.peak_bytes) > capacity) {
       p.does_not_fit = detail::concat("model state ", gib(static_cast<double>(p.peak_bytes)),

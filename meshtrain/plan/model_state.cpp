@@ -152,12 +152,17 @@ ModelStatePrediction model_state_bytes(const ModelSpec& spec, const PlanLayout& 
   return prediction;
 }
 
-ModelStateBytes stage_leader_model_state(const ModelSpec& spec, const PlanLayout& layout,
-                                        int pp_rank) {
+std::vector<ModelStateBytes> stage_leader_model_states(const ModelSpec& spec,
+                                                       const PlanLayout& layout) {
   check_layout(spec, layout);
-  RankModel rank_model(spec, layout, pp_rank, /*tp_rank=*/0);
-  return layout.data_parallel() ? fsdp_shards(rank_model, layout).front()
-                                : whole_parameters(rank_model.model());
+  const int stages = layout.pipelined() ? layout.mesh.axis_size(mesh_axis::pp) : 1;
+  std::vector<ModelStateBytes> out;
+  for (int s = 0; s < stages; ++s) {
+    RankModel rank_model(spec, layout, s, /*tp_rank=*/0);
+    out.push_back(layout.data_parallel() ? fsdp_shards(rank_model, layout).front()
+                                         : whole_parameters(rank_model.model()));
+  }
+  return out;
 }
 
 }  // namespace meshtrain

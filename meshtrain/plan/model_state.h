@@ -68,10 +68,11 @@ struct ModelStatePrediction {
 // or that the model cannot take.
 ModelStatePrediction model_state_bytes(const ModelSpec& model, const PlanLayout& layout);
 
-// The model state of pipeline rank `pp_rank`'s first rank (tp rank 0, shard rank 0): the most
-// of its stage's ranks (TP's first ranks take the remainder rows, FSDP pads only the last
-// shards), at the cost of one rank's pieces instead of every (pp, tp) coordinate's.
-ModelStateBytes stage_leader_model_state(const ModelSpec& model, const PlanLayout& layout,
-                                         int pp_rank);
+// The model state of each pipeline rank's first rank (tp rank 0, shard rank 0), by pp rank: the
+// most of its stage's ranks (TP's first ranks take the remainder rows, FSDP pads only the last
+// shards), at the cost of one rank's pieces per stage instead of every (pp, tp) coordinate's,
+// and of the layout's checks once.
+std::vector<ModelStateBytes> stage_leader_model_states(const ModelSpec& model,
+                                                       const PlanLayout& layout);
 
 }  // namespace meshtrain
