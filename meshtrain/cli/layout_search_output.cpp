@@ -96,7 +96,10 @@ nlohmann::ordered_json planned_json(const PlannedLayout& p, int world) {
       {"step_seconds", p.step_seconds},
       {"slowest_rank", p.slowest_rank},
       {"time",
-       {{"compute", p.slowest.compute}, {"exposed_comm", exposed}, {"bubble", p.slowest.bubble}}},
+       {{"compute", p.slowest.compute},
+        {"exposed_comm", exposed},
+        {"bubble", p.slowest.bubble},
+        {"cores_wait", p.slowest.cores_wait}}},
       {"tokens_per_s", p.throughput.tokens_per_s},
       {"tokens_per_s_per_device", p.throughput.tokens_per_s / world},
       {"mfu", p.throughput.mfu}};

@@ -58,8 +58,11 @@ MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank
     profile = calibrate_this_machine(options);
     write_file_atomically(f.calibrate, machine_profile_json(profile));
     log << "wrote " << f.calibrate << ": " << profile.kernels.size()
-        << " kernels fitted; collectives " << duration_text(profile.intra_node_latency) << " + "
-        << profile.intra_node_bandwidth / 1e9 << " GB/s\n\n";
+        << " kernels fitted; all-gathers (latency + bandwidth by group size)";
+    for (const auto& [group_size, fit] : profile.collectives)
+      log << (group_size == profile.collectives.begin()->first ? " " : ", ") << group_size << ": "
+          << duration_text(fit.per_call) << " + " << 1e-9 / fit.per_unit << " GB/s";
+    log << "\n\n";
   }
   if (f.devices_per_node > 0) profile.devices_per_node = f.devices_per_node;
   if (f.device_memory_gib > 0) profile.device_memory = f.device_memory_gib * kGiB;

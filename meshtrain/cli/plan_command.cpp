@@ -57,7 +57,10 @@ int largest_peak(const RankReplays& ranks) {
 nlohmann::ordered_json rank_time_json(const RankStepTime& time) {
   nlohmann::ordered_json exposed = nlohmann::ordered_json::object();
   for (const auto& [group, seconds] : time.exposed_comm) exposed[group] = seconds;
-  return {{"compute", time.compute}, {"exposed_comm", exposed}, {"bubble", time.bubble}};
+  return {{"compute", time.compute},
+          {"exposed_comm", exposed},
+          {"bubble", time.bubble},
+          {"cores_wait", time.cores_wait}};
 }
 
 // For scripts: the plan's figures, every rank's, in bytes and seconds.
@@ -118,7 +121,10 @@ void print_step_time(const Prediction& p, int ranks, std::ostream& out) {
   out << "  rank " << p.time.slowest << " (the slowest): compute " << duration_text(slowest.compute)
       << ", exposed communication " << duration_text(slowest.total_exposed_comm())
       << (exposed.empty() ? "" : exposed + ")") << ", pipeline bubble "
-      << duration_text(slowest.bubble) << "\n";
+      << duration_text(slowest.bubble);
+  if (slowest.cores_wait > 0)
+    out << ", waiting for the node's shared cores " << duration_text(slowest.cores_wait);
+  out << "\n";
   char line[160];
   std::snprintf(line, sizeof line, "  %.0f tokens/s, %.1f per device; MFU %.1f%%\n", p.throughput.tokens_per_s,
                 p.throughput.tokens_per_s / static_cast<double>(ranks), 100 * p.throughput.mfu);

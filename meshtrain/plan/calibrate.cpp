@@ -12,6 +12,7 @@
 #include "meshtrain/core/ops/op_counts.h"
 #include "meshtrain/core/ops/ops.h"
 #include "meshtrain/core/trace/recorder.h"
+#include "meshtrain/mesh/axis_names.h"
 #include "meshtrain/mesh/device_mesh.h"
 #include "meshtrain/models/adamw.h"
 #include "meshtrain/models/gpt2_family.h"
@@ -27,11 +28,17 @@ struct Fit {
   double residual = 0;  // sum of squares
 };
 
+// Each sample's error relative to its time, so that the small shapes (a rank's share of a
+// layout) are fitted as closely as the large ones: an absolute fit follows the largest shape and
+// turns small GEMMs' lower rate into a fixed cost per call that small calls never pay.
+double weight_of(const KernelSample& s) { return 1 / std::max(s.seconds, 1e-9); }
+
 Fit evaluate(const std::vector<KernelSample>& samples, KernelFit fit) {
   Fit out{fit, 0};
   for (const KernelSample& s : samples) {
     const double e =
-        fit.per_call * static_cast<double>(s.calls) + fit.per_unit * s.work - s.seconds;
+        (fit.per_call * static_cast<double>(s.calls) + fit.per_unit * s.work - s.seconds) *
+        weight_of(s);
     out.residual += e * e;
   }
   return out;
@@ -62,41 +69,58 @@ class CpuThreads {
   int previous_;
 };
 
-// The shapes the kernels are measured at: both families (their ops differ), two widths each.
-std::vector<ModelSpecPtr> calibration_models() {
-  std::vector<ModelSpecPtr> models;
+// The shapes the kernels are measured at: both families (their ops differ), two widths each, at
+// two sizes of micro-batch (4 x 128 and 1 x 32 tokens), so that what grows with the tokens and
+// not with the width (attention's softmax over T x T per head) is not taken for a call's fixed
+// cost.
+struct CalibrationShape {
+  ModelSpecPtr model;
+  Workload workload;
+};
+
+std::vector<CalibrationShape> calibration_shapes() {
+  std::vector<CalibrationShape> shapes;
   for (const int64_t dim : {128, 384}) {
-    models.push_back(gpt2_model(GPT2Config{256, 128, dim, 2, 4}));
-    models.push_back(llama_model(LlamaConfig{.vocab = 256,
-                                             .ctx = 128,
-                                             .dim = dim,
-                                             .ffn_dim = dim * 8 / 3,
-                                             .layers = 2,
-                                             .heads = 4,
-                                             .kv_heads = 2}));
+    const std::vector<ModelSpecPtr> models{gpt2_model(GPT2Config{256, 128, dim, 2, 4}),
+                                           llama_model(LlamaConfig{.vocab = 256,
+                                                                   .ctx = 128,
+                                                                   .dim = dim,
+                                                                   .ffn_dim = dim * 8 / 3,
+                                                                   .layers = 2,
+                                                                   .heads = 4,
+                                                                   .kv_heads = 2})};
+    for (const ModelSpecPtr& model : models)
+      for (const Workload& workload : {Workload{.batch = 8, .seq = 128, .micro_batches = 2},
+                                       Workload{.batch = 2, .seq = 32, .micro_batches = 2}})
+        shapes.push_back({model, workload});
   }
-  return models;
+  return shapes;
 }
 
-// Latency + bytes sent / bandwidth of the all-gathers of a range of sizes over `ranks` local
-// ranks, rank 0's view: each timed from a barrier to its completion, the best of several.
-KernelFit measure_all_gathers(int ranks) {
+// Latency + bytes sent / bandwidth of the all-gathers of a range of sizes in groups of
+// `group_size` of `ranks` local ranks, every group at once (as a mesh axis's groups run), rank
+// 0's view: each timed from a barrier to its completion, the best of several.
+KernelFit measure_all_gathers(int ranks, int group_size) {
   std::vector<KernelSample> samples;  // calls 1, work = bytes sent
   spawn_ranks(ranks, [&](RankContext& ctx) {
+    const DeviceMesh mesh(ctx.world,
+                          parse_mesh_spec(detail::concat("dp_replicate=", ranks / group_size,
+                                                         ",dp_shard=", group_size)));
+    Communicator& group = mesh.comm(mesh_axis::dp_shard);
     for (int64_t floats = 16 << 10; floats <= (4 << 20); floats *= 4) {
-      const int64_t chunk = floats / ranks;  // each rank's part
+      const int64_t chunk = floats / group_size;  // each rank's part
       const Tensor in = Tensor::zeros({chunk});
-      const Tensor out = Tensor::zeros({chunk * ranks});
+      const Tensor out = Tensor::zeros({chunk * group_size});
       double best = 1e30;
       uint64_t sent = 0;
       for (int repeat = 0; repeat < 5; ++repeat) {
         ctx.world.barrier()->wait();
-        const uint64_t before = ctx.world.counters().total_sent();
+        const uint64_t before = group.counters().total_sent();
         const auto start = std::chrono::steady_clock::now();
-        ctx.world.all_gather_into(out, in)->wait();
+        group.all_gather_into(out, in)->wait();
         best = std::min(
             best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        sent = ctx.world.counters().total_sent() - before;
+        sent = group.counters().total_sent() - before;
       }
       if (ctx.rank == 0) samples.push_back({1, static_cast<double>(sent), best});
     }
@@ -104,49 +128,32 @@ KernelFit measure_all_gathers(int ranks) {
   return fit_kernel(samples);
 }
 
-// Seconds a small blocking collective adds between bursts of compute on `ranks` local ranks with
-// `threads` threads each: what a training step's collectives cost once the ranks arrive apart
-// and share the cores, beyond the compute itself (which the same loop without the collective
-// times, on every rank at once). Rank 0's view, the better of two tries.
-double measure_collective_under_load(int ranks, int threads) {
-  constexpr int kIterations = 20;
-  double added = 1e30;
-  spawn_ranks(ranks, [&](RankContext& ctx) {
-    ops::cpu::set_cpu_threads(threads);
-    const Tensor a = Tensor::zeros({192, 192}), out = Tensor::zeros({192, 192});
-    const Tensor in = Tensor::zeros({1024}), gathered = Tensor::zeros({1024 * ranks});
-    const auto loop = [&](bool collective) {
-      ctx.world.barrier()->wait();
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < kIterations; ++i) {
-        // Uneven bursts, so that the ranks arrive apart: rank r computes r % 3 + 1 products.
-        for (int k = 0; k <= ctx.rank % 3; ++k) ops::matmul(out, a, a, false, false, 1.0f, 0.0f);
-        if (collective) ctx.world.all_gather_into(gathered, in)->wait();
-      }
-      ctx.world.barrier()->wait();
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    };
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      const double alone = loop(false), together = loop(true);
-      if (ctx.rank == 0) added = std::min(added, std::max(0.0, (together - alone) / kIterations));
-    }
-  });
-  return added;
+// The sample of the median time among one shape's rounds.
+template <typename Pick>
+KernelSample median_sample(const std::vector<MeasuredSteps>& rounds, Pick pick) {
+  std::vector<KernelSample> of_rounds;
+  for (const MeasuredSteps& round : rounds) of_rounds.push_back(pick(round));
+  const auto middle = of_rounds.begin() + static_cast<std::ptrdiff_t>(of_rounds.size() / 2);
+  std::nth_element(
+      of_rounds.begin(), middle, of_rounds.end(),
+      [](const KernelSample& a, const KernelSample& b) { return a.seconds < b.seconds; });
+  return *middle;
 }
 
 }  // namespace
 
 KernelFit fit_kernel(const std::vector<KernelSample>& samples) {
   MT_CHECK(!samples.empty(), "fit_kernel: no samples");
-  // Normal equations of the two-parameter least squares.
+  // Normal equations of the two-parameter least squares, each sample weighted (weight_of).
   double cc = 0, cw = 0, ww = 0, ct = 0, wt = 0;
   for (const KernelSample& s : samples) {
-    const double c = static_cast<double>(s.calls);
+    const double k = weight_of(s);
+    const double c = static_cast<double>(s.calls) * k, w = s.work * k, t = s.seconds * k;
     cc += c * c;
-    cw += c * s.work;
-    ww += s.work * s.work;
-    ct += c * s.seconds;
-    wt += s.work * s.seconds;
+    cw += c * w;
+    ww += w * w;
+    ct += c * t;
+    wt += w * t;
   }
   std::vector<Fit> candidates;
   const double det = cc * ww - cw * cw;
@@ -163,8 +170,7 @@ KernelFit fit_kernel(const std::vector<KernelSample>& samples) {
       ->fit;
 }
 
-std::map<std::string, KernelSample> measure_kernels(const ModelSpec& spec, const Workload& workload,
-                                                    int steps) {
+MeasuredSteps measure_kernels(const ModelSpec& spec, const Workload& workload, int steps) {
   MT_CHECK(steps >= 1, "measure_kernels: at least one timed step, got ", steps);
   const PlanLayout layout{.mesh = parse_mesh_spec("dp_shard=1")};
   workload.check(layout);
@@ -191,18 +197,27 @@ std::map<std::string, KernelSample> measure_kernels(const ModelSpec& spec, const
 
   trace::Recorder recorder(0, {.keep_spans = false});
   ops::OpCounts counts;
+  double wall = 0;
   {
     const trace::Bind traced(&recorder);
     const ops::OpCountScope counting(&counts);
+    const auto start = std::chrono::steady_clock::now();
     for (int s = 1; s <= steps; ++s) step(s);
+    wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   const std::map<std::pair<trace::Kind, std::string>, trace::Totals> timed = recorder.totals();
-  std::map<std::string, KernelSample> out;
+  MeasuredSteps out;
+  double kernel_seconds = 0;
   for (const auto& [op, work] : counts.by_op()) {
     const auto t = timed.find({trace::Kind::kernel, op});
     MT_CHECK(t != timed.end(), "measure_kernels: kernel '", op, "' counted but not timed");
-    out[op] = {work.calls, kernel_work(work), static_cast<double>(t->second.ns) * 1e-9};
+    const KernelSample sample{work.calls, kernel_work(work),
+                              static_cast<double>(t->second.ns) * 1e-9};
+    out.kernels[op] = sample;
+    out.host.calls += sample.calls;
+    kernel_seconds += sample.seconds;
   }
+  out.host.seconds = std::max(0.0, wall - kernel_seconds);
   return out;
 }
 
@@ -218,33 +233,36 @@ MachineProfile calibrate_this_machine(const CalibrationOptions& options) {
   profile.dense_peak_flops_bf16 *= options.threads_per_rank;
   profile.name = detail::concat("calibrated (", options.threads_per_rank, " thread",
                                 options.threads_per_rank > 1 ? "s" : "", " per rank)");
-  // Per shape and op, the fastest of the rounds (noise only ever adds time), the shapes taken in
+  // Per shape and op, the median of the rounds, as the sweep measures a run; the shapes taken in
   // turn within each round so that a slow spell of the machine does not skew one shape.
-  const std::vector<ModelSpecPtr> models = calibration_models();
-  std::vector<std::map<std::string, KernelSample>> fastest(models.size());
+  const std::vector<CalibrationShape> shapes = calibration_shapes();
+  std::vector<std::vector<MeasuredSteps>> rounds(shapes.size());
   {
     const CpuThreads threads(options.threads_per_rank);
-    const Workload workload{.batch = 8, .seq = 128, .micro_batches = 2};
     for (int round = 0; round < options.rounds; ++round)
-      for (size_t m = 0; m < models.size(); ++m)
-        for (const auto& [op, sample] : measure_kernels(*models[m], workload, options.steps)) {
-          const auto [it, first] = fastest[m].emplace(op, sample);
-          if (!first && sample.seconds < it->second.seconds) it->second = sample;
-        }
+      for (size_t m = 0; m < shapes.size(); ++m)
+        rounds[m].push_back(measure_kernels(*shapes[m].model, shapes[m].workload, options.steps));
   }
   std::map<std::string, std::vector<KernelSample>> samples;
-  for (const auto& of_model : fastest)
-    for (const auto& [op, sample] : of_model) samples[op].push_back(sample);
+  std::vector<KernelSample> host;
+  for (const std::vector<MeasuredSteps>& of_shape : rounds) {
+    for (const auto& [op, first] : of_shape.front().kernels)
+      samples[op].push_back(
+          median_sample(of_shape, [&](const MeasuredSteps& m) { return m.kernels.at(op); }));
+    host.push_back(median_sample(of_shape, [](const MeasuredSteps& m) { return m.host; }));
+  }
   for (const auto& [op, of_op] : samples) profile.kernels[op] = fit_kernel(of_op);
-  const KernelFit collectives = measure_all_gathers(options.ranks);
-  // A call's latency as a step meets it: ranks arriving apart on shared cores, when that costs
-  // more than the idle fit's.
-  profile.intra_node_latency = profile.inter_node_latency = std::max(
-      collectives.per_call, measure_collective_under_load(options.ranks, options.threads_per_rank));
+  profile.host_per_call = fit_kernel(host).per_call;
+  // Every group size that divides the ranks, the whole world's as the link's figures.
+  for (int group_size = 2; group_size <= options.ranks; ++group_size)
+    if (options.ranks % group_size == 0)
+      profile.collectives[group_size] = measure_all_gathers(options.ranks, group_size);
+  const KernelFit& world = profile.collectives.at(options.ranks);
+  profile.intra_node_latency = profile.inter_node_latency = world.per_call;
+  if (world.per_unit > 0)
+    profile.intra_node_bandwidth = profile.inter_node_bandwidth = 1 / world.per_unit;
   profile.cores = ops::cpu::available_cpus();
   profile.threads_per_rank = options.threads_per_rank;
-  if (collectives.per_unit > 0)
-    profile.intra_node_bandwidth = profile.inter_node_bandwidth = 1 / collectives.per_unit;
   profile.check();
   return profile;
 }

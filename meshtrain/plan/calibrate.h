@@ -4,9 +4,11 @@
 // Kernels: single-rank training steps of a few model shapes run on this machine's CPU with the
 // threads a rank gets, each kernel's calls timed (their trace spans) beside their counted work
 // (ops::OpCounts: FLOPs, or bytes for kernels without products). Each op then gets the
-// least-squares fit seconds = per_call x calls + per_unit x work over the shapes: the fixed cost
-// of a call (dispatch, threads waking, small shapes' poor blocking) and the rate at which its work
-// goes. The fits replace the roofline for the ops they cover (MachineProfile::kernels).
+// least-squares fit seconds = per_call x calls + per_unit x work over the shapes, each shape's
+// error relative to its time: the fixed cost of a call (threads waking, small shapes' poor
+// blocking) and the rate at which its work goes. The fits replace the roofline for the ops they
+// cover (MachineProfile::kernels); the steps' time outside the kernels, per kernel call, is the
+// host's (MachineProfile::host_per_call).
 //
 // Collectives: all-gathers of a range of sizes over local ranks (a thread each), fitted as
 // latency + bytes sent / bandwidth (the alpha-beta model), the same link within and across
@@ -37,10 +39,17 @@ struct KernelSample {
 // without samples.
 KernelFit fit_kernel(const std::vector<KernelSample>& samples);
 
-// Each op's sample from `steps` timed steps (after one untimed) of `model` on one rank of this
-// machine's CPU, with the threads the caller has (ops::cpu::cpu_threads).
-std::map<std::string, KernelSample> measure_kernels(const ModelSpec& model,
-                                                    const Workload& workload, int steps);
+// What `steps` timed steps of one shape took: each op's kernels, and the host's work around
+// them (the steps' wall time less their kernels', over all the kernel calls: dispatch,
+// allocation, the runner's and optimizer's bookkeeping).
+struct MeasuredSteps {
+  std::map<std::string, KernelSample> kernels;
+  KernelSample host;  // calls: every kernel call; work 0
+};
+
+// `steps` timed steps (after one untimed) of `model` on one rank of this machine's CPU, with the
+// threads the caller has (ops::cpu::cpu_threads).
+MeasuredSteps measure_kernels(const ModelSpec& model, const Workload& workload, int steps);
 
 struct CalibrationOptions {
   int ranks = 2;             // local ranks the collectives run over

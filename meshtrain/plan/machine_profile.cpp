@@ -5,6 +5,7 @@
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/memory.h"
+#include "meshtrain/core/parse_integer.h"
 
 namespace meshtrain {
 
@@ -78,7 +79,8 @@ void MachineProfile::check() const {
     MT_CHECK(std::isfinite(value) && value > 0, "machine '", name, "': ", what,
              " must be positive, got ", value);
   for (const auto& [what, value] : {std::pair{"intra_node_latency", intra_node_latency},
-                                    std::pair{"inter_node_latency", inter_node_latency}})
+                                    std::pair{"inter_node_latency", inter_node_latency},
+                                    std::pair{"host_per_call", host_per_call}})
     MT_CHECK(std::isfinite(value) && value >= 0, "machine '", name, "': ", what,
              " must be non-negative, got ", value);
   MT_CHECK(gemm_efficiency <= 1, "machine '", name, "': gemm_efficiency is a share of the peak, ",
@@ -90,12 +92,22 @@ void MachineProfile::check() const {
                  fit.per_unit >= 0,
              "machine '", name, "': the fit of kernel '", op,
              "' must be non-negative, got per_call ", fit.per_call, ", per_unit ", fit.per_unit);
+  for (const auto& [group_size, fit] : collectives)
+    MT_CHECK(group_size >= 2 && std::isfinite(fit.per_call) && fit.per_call >= 0 &&
+                 std::isfinite(fit.per_unit) && fit.per_unit >= 0,
+             "machine '", name, "': the collectives of groups of ", group_size,
+             " must be non-negative, of groups of at least 2, got per_call ", fit.per_call,
+             ", per_unit ", fit.per_unit);
 }
 
 std::string machine_profile_json(const MachineProfile& p) {
   nlohmann::ordered_json kernels = nlohmann::ordered_json::object();
   for (const auto& [op, fit] : p.kernels)
     kernels[op] = {{"per_call", fit.per_call}, {"per_unit", fit.per_unit}};
+  nlohmann::ordered_json collectives = nlohmann::ordered_json::object();
+  for (const auto& [group_size, fit] : p.collectives)
+    collectives[std::to_string(group_size)] = {{"per_call", fit.per_call},
+                                               {"per_unit", fit.per_unit}};
   const nlohmann::ordered_json json = {{"name", p.name},
                                        {"dense_peak_flops_f32", p.dense_peak_flops_f32},
                                        {"dense_peak_flops_bf16", p.dense_peak_flops_bf16},
@@ -110,7 +122,9 @@ std::string machine_profile_json(const MachineProfile& p) {
                                        {"comm_overlap", p.comm_overlap},
                                        {"cores", p.cores},
                                        {"threads_per_rank", p.threads_per_rank},
-                                       {"kernels", kernels}};
+                                       {"kernels", kernels},
+                                       {"host_per_call", p.host_per_call},
+                                       {"collectives", collectives}};
   return json.dump(1) + "\n";
 }
 
@@ -151,14 +165,28 @@ MachineProfile parse_machine_profile(const std::string& text, const std::string&
   p.comm_overlap = number("comm_overlap");
   p.cores = whole("cores", 0);
   p.threads_per_rank = whole("threads_per_rank", 1);
-  const nlohmann::json& kernels = field("kernels");
-  MT_CHECK(kernels.is_object(), origin, ": 'kernels' must map op names to fits");
-  for (const auto& [op, fit] : kernels.items()) {
+  const auto fit_of = [&](const std::string& what, const nlohmann::json& fit) {
     MT_CHECK(fit.is_object() && fit.contains("per_call") && fit.contains("per_unit") &&
                  fit["per_call"].is_number() && fit["per_unit"].is_number(),
-             origin, ": kernel '", op, "' must be {\"per_call\": s, \"per_unit\": s}, got ",
-             fit.dump());
-    p.kernels[op] = {fit["per_call"].get<double>(), fit["per_unit"].get<double>()};
+             origin, ": ", what, " must be {\"per_call\": s, \"per_unit\": s}, got ", fit.dump());
+    return KernelFit{fit["per_call"].get<double>(), fit["per_unit"].get<double>()};
+  };
+  const nlohmann::json& kernels = field("kernels");
+  MT_CHECK(kernels.is_object(), origin, ": 'kernels' must map op names to fits");
+  for (const auto& [op, fit] : kernels.items())
+    p.kernels[op] = fit_of(detail::concat("kernel '", op, "'"), fit);
+  // Optional, as the collectives: profiles calibrated before them have neither.
+  if (json.contains("host_per_call")) p.host_per_call = number("host_per_call");
+  if (const auto collectives = json.find("collectives"); collectives != json.end()) {
+    MT_CHECK(collectives->is_object(), origin, ": 'collectives' must map group sizes to fits, got ",
+             collectives->dump());
+    for (const auto& [size, fit] : collectives->items()) {
+      const std::optional<int> group_size = parse_integer<int>(size);
+      MT_CHECK(group_size && *group_size >= 2, origin,
+               ": 'collectives' keys are group sizes of at least 2, got '", size, "'");
+      p.collectives[*group_size] =
+          fit_of(detail::concat("the collectives of groups of ", size), fit);
+    }
   }
   try {
     p.check();

@@ -55,11 +55,20 @@ struct MachineProfile {
   // backend with a core per rank).
   double comm_overlap = 1;
   // CPU cores the ranks of a node share, each with threads_per_rank threads: more threads than
-  // cores stretch every rank's kernels by their ratio. 0: each device computes on its own (GPUs).
+  // cores make the ranks wait for them (step_time.h). 0: each device computes on its own (GPUs).
   int cores = 0;
   int threads_per_rank = 1;
   // Measured kernels by op name (a calibrated profile), in place of the roofline.
   std::map<std::string, KernelFit, std::less<>> kernels{};
+  // Seconds of the host's work per kernel call outside the kernels (dispatch, allocation, the
+  // runner's bookkeeping): a calibrated profile's; 0 in the presets, whose host runs ahead of the
+  // device.
+  double host_per_call = 0;
+  // Measured collectives by group size (a calibrated profile): the latency of a call (per_call)
+  // and the seconds per byte sent (per_unit), in place of the intra-node link's figures for a
+  // group within a node. A group of another size takes the largest measured size below its own,
+  // or the smallest.
+  std::map<int, KernelFit> collectives{};
 
   double dense_peak_flops(DType dtype) const;  // InvalidArgument for a dtype without one
   double gemm_flops(DType dtype) const;        // dense_peak_flops x gemm_efficiency

@@ -1,6 +1,7 @@
 #include "meshtrain/plan/step_time.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/mesh/axis_names.h"
@@ -12,11 +13,13 @@ namespace meshtrain {
 
 namespace {
 
-// A measured kernel by its fit, any other at its roofline.
+// A measured kernel by its fit, any other at its roofline; each call with the host's work
+// around it.
 double kernel_seconds(const ops::OpCounts::ByOp& by_op, DType dtype,
                       const MachineProfile& machine) {
   double seconds = 0;
   for (const auto& [op, work] : by_op) {
+    seconds += machine.host_per_call * static_cast<double>(work.calls);
     const auto fit = machine.kernels.find(op);
     if (fit != machine.kernels.end())
       seconds += fit->second.per_call * static_cast<double>(work.calls) +
@@ -32,6 +35,16 @@ bool is_data_axis(std::string_view group) {
   return group == mesh_axis::dp || group == mesh_axis::dp_shard || group == mesh_axis::dp_replicate;
 }
 
+// A call's latency and a byte's seconds in a collective of `group_size` ranks within a node: the
+// measured fit of that size, else of the largest measured below it, else of the smallest; the
+// link's figures where none was measured.
+KernelFit intra_node_link(const MachineProfile& machine, int group_size) {
+  if (machine.collectives.empty())
+    return {machine.intra_node_latency, 1 / machine.intra_node_bandwidth};
+  auto it = machine.collectives.upper_bound(group_size);
+  return it == machine.collectives.begin() ? it->second : std::prev(it)->second;
+}
+
 // Seconds of `rank`'s traffic on each group, as it leaves over the group's link.
 std::vector<std::pair<std::string, double>> comm_seconds(const MeshLayout& mesh, int rank,
                                                          const ReplayedRank& replayed,
@@ -43,10 +56,11 @@ std::vector<std::pair<std::string, double>> comm_seconds(const MeshLayout& mesh,
     const int node = members.front() / machine.devices_per_node;
     const bool intra = std::all_of(members.begin(), members.end(),
                                    [&](int r) { return r / machine.devices_per_node == node; });
-    const double bandwidth = intra ? machine.intra_node_bandwidth : machine.inter_node_bandwidth;
-    const double latency = intra ? machine.intra_node_latency : machine.inter_node_latency;
-    out.emplace_back(group, static_cast<double>(replayed.sent[i].second) / bandwidth +
-                                static_cast<double>(replayed.calls[i].second) * latency);
+    const KernelFit link =
+        intra ? intra_node_link(machine, static_cast<int>(members.size()))
+              : KernelFit{machine.inter_node_latency, 1 / machine.inter_node_bandwidth};
+    out.emplace_back(group, static_cast<double>(replayed.sent[i].second) * link.per_unit +
+                                static_cast<double>(replayed.calls[i].second) * link.per_call);
   }
   return out;
 }
@@ -57,26 +71,35 @@ struct KernelTerms {
   double scheduled = 0;
 };
 
-// How much slower each rank's kernels run for sharing the node's cores with the other ranks.
-double core_sharing(const MeshLayout& mesh, const MachineProfile& machine) {
-  if (machine.cores <= 0) return 1;
-  const double threads = static_cast<double>(std::min(mesh.size(), machine.devices_per_node)) *
-                         machine.threads_per_rank;
-  return std::max(1.0, threads / machine.cores);
-}
-
-KernelTerms kernel_terms(const MeshLayout& mesh, const ReplayedRank& replayed, DType dtype,
-                         const MachineProfile& machine) {
+KernelTerms kernel_terms(const ReplayedRank& replayed, DType dtype, const MachineProfile& machine) {
   KernelTerms t;
-  const double sharing = core_sharing(mesh, machine);
   // Section by section, as the schedule charges them, so that the kernels outside the schedule
   // are exactly the rest.
   for (const auto& [section, by_op] : replayed.kernels.by_section()) {
-    const double seconds = sharing * kernel_seconds(by_op, dtype, machine);
+    const double seconds = kernel_seconds(by_op, dtype, machine);
     t.kernels += seconds;
     if (!section.empty()) t.scheduled += seconds;
   }
   return t;
+}
+
+// The shortest step the ranks of each node can take when they share its CPU cores
+// (MachineProfile::cores), by node: their kernels' thread-seconds over the cores, plus the most
+// communication one of them waits for. Empty where each device computes on its own.
+std::vector<double> shared_core_bounds(const MeshLayout& mesh, const std::vector<double>& kernels,
+                                       const std::vector<double>& exposed_comm,
+                                       const MachineProfile& machine) {
+  if (machine.cores <= 0) return {};
+  const int nodes = (mesh.size() + machine.devices_per_node - 1) / machine.devices_per_node;
+  std::vector<double> thread_seconds(nodes), comm(nodes);
+  for (int r = 0; r < mesh.size(); ++r) {
+    const int node = r / machine.devices_per_node;
+    thread_seconds[node] += kernels[r] * machine.threads_per_rank;
+    comm[node] = std::max(comm[node], exposed_comm[r]);
+  }
+  std::vector<double> bounds(nodes);
+  for (int n = 0; n < nodes; ++n) bounds[n] = thread_seconds[n] / machine.cores + comm[n];
+  return bounds;
 }
 
 // One rank's terms before the pipeline: its kernels, and its communication split into what
@@ -126,7 +149,7 @@ StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& w
   const DType dtype = compute_dtype(layout);
   std::vector<KernelTerms> kernels;  // per distinct replay
   for (const ReplayedRank& r : replayed.distinct())
-    kernels.push_back(kernel_terms(mesh, r, dtype, machine));
+    kernels.push_back(kernel_terms(r, dtype, machine));
   std::vector<RankTerms> terms;
   for (int r = 0; r < mesh.size(); ++r)
     terms.push_back(
@@ -152,8 +175,7 @@ StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& w
       const auto section = kernels.by_section().find(to_string(a));
       MT_CHECK(section != kernels.by_section().end(), "the replay of pp rank ", pp_rank,
                " ran no kernels for ", to_string(a));
-      return core_sharing(mesh, machine) * kernel_seconds(section->second, dtype, machine) *
-             stretch[pp_rank];
+      return kernel_seconds(section->second, dtype, machine) * stretch[pp_rank];
     });
     for (size_t r = 0; r < terms.size(); ++r) {
       const int pp_rank = mesh.span_coordinate(static_cast<int>(r), mesh_axis::pp);
@@ -164,9 +186,22 @@ StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& w
       own[r] = sim.makespan + (terms[r].kernels.kernels - terms[r].kernels.scheduled) + data;
     }
   }
+  std::vector<double> kernels_of(terms.size()), exposed_of(terms.size());
+  for (size_t r = 0; r < terms.size(); ++r) {
+    kernels_of[r] = terms[r].kernels.kernels;
+    exposed_of[r] = terms[r].time.total_exposed_comm();
+  }
+  const std::vector<double> bounds = shared_core_bounds(mesh, kernels_of, exposed_of, machine);
   StepTimePrediction out;
-  out.slowest = static_cast<int>(std::max_element(own.begin(), own.end()) - own.begin());
-  out.step = own[out.slowest];
+  for (size_t r = 0; r < terms.size(); ++r) {
+    const int node = static_cast<int>(r) / machine.devices_per_node;
+    if (!bounds.empty()) terms[r].time.cores_wait = std::max(0.0, bounds[node] - own[r]);
+    const double step = own[r] + terms[r].time.cores_wait;
+    if (r == 0 || step > out.step) {
+      out.step = step;
+      out.slowest = static_cast<int>(r);
+    }
+  }
   for (RankTerms& t : terms) out.ranks.push_back(std::move(t.time));
   return out;
 }

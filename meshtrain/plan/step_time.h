@@ -6,7 +6,7 @@
 //             bytes / memory bandwidth), a roofline per op (the compute dtype is FSDP's
 //             param_dtype, f32 without a data axis); or, for an op a calibrated profile measured,
 //             its fit: per_call x calls + per_unit x work (kernel_work). Ranks sharing a
-//             node's CPU cores (MachineProfile::cores) stretch them by threads over cores.
+//             node's CPU cores (MachineProfile::cores) share them: see "cores" below.
 //   comm      per group: bytes sent / the link's bandwidth + calls x its latency (a transfer's
 //             send and its receive each a call, on both ranks). A group whose
 //             ranks share a node (ranks are numbered tp fastest, devices_per_node to a node)
@@ -23,6 +23,11 @@
 //   step      without a pipeline: kernels + exposed comm; with one: the makespan + the kernels
 //             outside the schedule (AdamW) + the exposed data-axis comm. The slowest rank's step
 //             is every rank's (they meet in the step's collectives).
+//   cores     where a node's ranks share its CPU cores (MachineProfile::cores > 0), no step of
+//             theirs is shorter than their kernels' thread-seconds over the cores plus the most
+//             exposed communication one of them has; a rank waits for the cores the difference.
+//             Symmetric ranks stretch their kernels by threads over cores; a pipeline's idle
+//             ranks lend theirs to the busy ones (a processor shared fairly).
 //
 // Assumptions: a preset's kernels reach its rates at every shape (a calibrated profile fits each
 // op over a few shapes instead, in f32: calibrate.h); collectives reach the link's bandwidth at
@@ -45,6 +50,9 @@ struct RankStepTime {
   // Seconds of communication the step waits for, per group (ReplayedRank::sent's groups).
   std::vector<std::pair<std::string, double>> exposed_comm;
   double bubble = 0;  // seconds idle in the pipeline's schedule (0 without one)
+  // Seconds runnable while the node's other ranks hold its shared CPU cores (0 on a device of
+  // its own): the step of this rank is compute + exposed comm + bubble + cores_wait.
+  double cores_wait = 0;
 
   double total_exposed_comm() const;
 };

@@ -39,16 +39,22 @@ TEST(FitKernel, StaysNonNegative) {
 TEST(MeasureKernels, TimesTheKernelsTheReplayCounts) {
   const ModelSpecPtr gpt2 = gpt2_model(uneven_model());
   const Workload workload{.batch = 4, .seq = 13, .micro_batches = 2};
-  const std::map<std::string, KernelSample> measured = measure_kernels(*gpt2, workload, 2);
+  const MeasuredSteps measured = measure_kernels(*gpt2, workload, 2);
   const PlanLayout single{.mesh = parse_mesh_spec("dp_shard=1")};
   const ops::OpCounts::ByOp counted = replay_ranks(*gpt2, single, workload)[0].kernels.by_op();
-  ASSERT_EQ(measured.size(), counted.size());
+  ASSERT_EQ(measured.kernels.size(), counted.size());
+  int64_t calls = 0;
   for (const auto& [op, work] : counted) {
-    const KernelSample& sample = measured.at(op);
+    const KernelSample& sample = measured.kernels.at(op);
     EXPECT_EQ(sample.calls, 2 * work.calls) << op;
     EXPECT_DOUBLE_EQ(sample.work, 2 * (work.flops > 0 ? work.flops : work.bytes)) << op;
     EXPECT_GT(sample.seconds, 0.0) << op;
+    calls += sample.calls;
   }
+  // The host's share: every kernel call of the two steps, and the time between the kernels.
+  EXPECT_EQ(measured.host.calls, calls);
+  EXPECT_EQ(measured.host.work, 0.0);
+  EXPECT_GT(measured.host.seconds, 0.0);
 }
 
 TEST(MachineProfiles, SurviveTheirJson) {
@@ -57,6 +63,9 @@ TEST(MachineProfiles, SurviveTheirJson) {
   p.kernels["add"] = {0, 2e-10};
   p.cores = 16;
   p.threads_per_rank = 2;
+  p.host_per_call = 4e-6;
+  p.collectives[2] = {7e-5, 1.5e-10};
+  p.collectives[4] = {1.2e-4, 1.25e-10};
   const MachineProfile back = parse_machine_profile(machine_profile_json(p), "p.json");
   EXPECT_EQ(back.name, "cpu");
   EXPECT_EQ(back.devices_per_node, p.devices_per_node);
@@ -66,6 +75,10 @@ TEST(MachineProfiles, SurviveTheirJson) {
   EXPECT_EQ(back.threads_per_rank, 2);
   ASSERT_EQ(back.kernels.size(), 2u);
   EXPECT_DOUBLE_EQ(back.kernels.at("matmul").per_unit, 1.25e-11);
+  EXPECT_DOUBLE_EQ(back.host_per_call, 4e-6);
+  ASSERT_EQ(back.collectives.size(), 2u);
+  EXPECT_DOUBLE_EQ(back.collectives.at(2).per_call, 7e-5);
+  EXPECT_DOUBLE_EQ(back.collectives.at(4).per_unit, 1.25e-10);
 
   expect_error<InvalidArgument>([] { parse_machine_profile("[1, 2]", "p.json"); },
                                 "p.json: a machine profile is a JSON object");
@@ -77,6 +90,10 @@ TEST(MachineProfiles, SurviveTheirJson) {
   json.replace(json.find("\"kernels\""), 9, "\"kernel\"");
   expect_error<InvalidArgument>([&] { parse_machine_profile(json, "p.json"); },
                                 "the machine profile has no 'kernels'");
+  json = machine_profile_json(p);
+  json.replace(json.find("\"2\": {"), 3, "\"1\"");
+  expect_error<InvalidArgument>([&] { parse_machine_profile(json, "p.json"); },
+                                "'collectives' keys are group sizes of at least 2, got '1'");
 }
 
 }  // namespace

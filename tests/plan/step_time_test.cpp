@@ -97,6 +97,43 @@ TEST(StepTime, RanksSharingCoresStretchTheirKernels) {
   EXPECT_DOUBLE_EQ(predict_step_time(layout_of("dp_shard=4"), {}, four, shared).step, 1.0);
 }
 
+// Measured collectives by group size replace the intra-node link: a tp pair takes the fit of 2,
+// a group of 3 the largest measured below it (2), one of 8 the largest (4); the inter-node link
+// stays the profile's.
+TEST(StepTime, CollectivesTakeTheFitOfTheirGroupSize) {
+  MachineProfile measured = round_machine();
+  measured.collectives[2] = {2e-3, 1e-9};  // 2 ms a call, 1 GB/s
+  measured.collectives[4] = {5e-3, 1e-8};
+  const auto traffic = [](const std::string& group) {
+    return rank_of(1.0, {{group, 100'000'000, 10}, {"dp", 0, 0}});
+  };
+  const auto exposed = [&](const std::string& mesh, const std::string& group, int nodes_of) {
+    MachineProfile m = measured;
+    m.devices_per_node = nodes_of;
+    const PlanLayout layout = layout_of(mesh);
+    return predict_step_time(layout, {},
+                             each(std::vector<ReplayedRank>(layout.mesh.size(), traffic(group))), m)
+        .ranks[0]
+        .exposed_comm[0]
+        .second;
+  };
+  EXPECT_DOUBLE_EQ(exposed("tp=2", "tp", 8), 10 * 2e-3 + 0.1);
+  EXPECT_DOUBLE_EQ(exposed("tp=3", "tp", 8), 10 * 2e-3 + 0.1);
+  EXPECT_DOUBLE_EQ(exposed("tp=8", "tp", 8), 10 * 5e-3 + 1.0);
+  EXPECT_DOUBLE_EQ(exposed("tp=2", "tp", 1), 10 * 1e-2 + 10.0);  // across nodes: the link's
+}
+
+// A calibrated profile's host work per kernel call adds to every call, scheduled or not.
+TEST(StepTime, EveryKernelCallCarriesTheHostsWork) {
+  MachineProfile hosted = round_machine();
+  hosted.host_per_call = 1e-3;
+  ReplayedRank r = rank_of(1.0, {{"dp_shard", 0, 0}, {"dp", 0, 0}});
+  r.kernels.add("add", 0, 0);
+  r.kernels.add("add", 0, 0);
+  const StepTimePrediction p = predict_step_time(layout_of("dp_shard=1"), {}, each({r}), hosted);
+  EXPECT_DOUBLE_EQ(p.step, 1.0 + 3 * 1e-3);
+}
+
 TEST(StepTime, TheSlowestRankSetsTheStep) {
   const StepTimePrediction p = predict_step_time(
       layout_of("tp=2"), {},
@@ -141,6 +178,30 @@ TEST(StepTime, APipelinesBubbleIsTheSchedulesClosedForm) {
       EXPECT_DOUBLE_EQ(rank.bubble, (p - 1) * (forward + backward));
       EXPECT_DOUBLE_EQ(rank.compute, m * (forward + backward) + after);
     }
+  }
+}
+
+// A pipeline's idle ranks lend their cores to the busy ones: four one-thread ranks of pp=2 x
+// dp=2 on two cores, one micro-batch of F = B = 1 s: each rank's own step (F0 F1 B1 B0: 4 s)
+// already holds the cores' 8 thread-seconds over 2 cores, where stretching every kernel by
+// ranks over cores would give 8 s. With 4 micro-batches under 1F1B the cores bound it instead:
+// 4 ranks x 8 s of kernels over 2 cores = 16 s, against a pipeline of (4 + 1) x 2 = 10 s.
+TEST(StepTime, APipelinesIdleRanksLendTheirCores) {
+  MachineProfile shared = round_machine();
+  shared.cores = 2;
+  PlanLayout layout = layout_of("pp=2,dp_shard=2");
+  layout.pp.schedule = ScheduleKind::one_f_one_b;
+  for (const int m : {1, 4}) {
+    const Schedule schedule = make_schedule(ScheduleKind::one_f_one_b, 2, m);
+    std::vector<ReplayedRank> stages = pipeline_ranks(schedule, 1.0, 1.0, 0.0);
+    std::vector<ReplayedRank> ranks;  // pp outermost: ranks 0, 1 are stage 0's
+    for (const ReplayedRank& stage : stages) ranks.insert(ranks.end(), 2, stage);
+    const StepTimePrediction p =
+        predict_step_time(layout, {.batch = m, .seq = 1, .micro_batches = m}, each(ranks), shared);
+    const double own = (m + 1) * 2.0, cores = 4 * (2.0 * m) / 2;
+    EXPECT_DOUBLE_EQ(p.step, std::max(own, cores)) << m << " micro-batches";
+    EXPECT_DOUBLE_EQ(p.ranks[0].cores_wait, std::max(0.0, cores - own));
+    EXPECT_DOUBLE_EQ(p.ranks[0].compute + p.ranks[0].bubble + p.ranks[0].cores_wait, p.step);
   }
 }
 
