@@ -73,6 +73,8 @@ void print_plan_json(const TrainConfig& config, const PlanLayout& layout,
     const MemoryStats& m = ranks[r].memory;
     nlohmann::ordered_json sent = nlohmann::ordered_json::object();
     for (const auto& [group, bytes] : ranks[r].sent) sent[group] = bytes;
+    nlohmann::ordered_json calls = nlohmann::ordered_json::object();
+    for (const auto& [group, count] : ranks[r].calls) calls[group] = count;
     ranks_json.push_back({{"rank", r},
                           {"replayed", ranks[r].replayed},
                           {"memory",
@@ -85,6 +87,7 @@ void print_plan_json(const TrainConfig& config, const PlanLayout& layout,
                             {"comm_peak", m[MemoryCategory::comm].peak},
                             {"peak", m.total.peak}}},
                           {"sent", sent},
+                          {"calls", calls},
                           {"time", rank_time_json(predicted.time.ranks[r])}});
   }
   const int largest = largest_peak(ranks);
