@@ -26,7 +26,7 @@ namespace {
 struct SweepFlags : RunFlags {
   std::shared_ptr<MachineFlags> machine = std::make_shared<MachineFlags>();
   std::string layouts = "auto";
-  int rounds = 3;
+  int rounds = 5;
   std::string csv, json;
 };
 
@@ -158,7 +158,7 @@ void add_sweep_command(CLI::App& app, const Registries& registries) {
       "time, peak memory and bytes sent against the planner's prediction (docs/planner.md)");
   auto f = std::make_shared<SweepFlags>();
   TrainConfig& c = f->config;
-  c.steps = 6;
+  c.steps = 10;
   add_model_choice_flags(cmd, f, registries.models);
   add_workload_flags(cmd, f);
   add_layout_flags(cmd, f, registries);

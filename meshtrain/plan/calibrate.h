@@ -10,12 +10,12 @@
 // cover (MachineProfile::kernels); the steps' time outside the kernels, per kernel call, is the
 // host's (MachineProfile::host_per_call).
 //
-// Collectives: all-gathers of a range of sizes over local ranks (a thread each), fitted as
-// latency + bytes sent / bandwidth (the alpha-beta model), the same link within and across
-// "nodes" (one process); the latency is raised to what a small all-gather adds between uneven
-// bursts of compute when that is more (ranks arriving apart, sharing the cores). The profile
-// records the cores and threads per rank, so that layouts with more threads than cores stretch
-// their kernels (step_time.h). The fits are measured in f32; a bf16 layout uses them too.
+// Collectives: all-gathers of a range of sizes in groups of every size that divides the local
+// ranks (a thread each), every group at once, fitted per group size as latency + bytes sent /
+// bandwidth (the alpha-beta model: MachineProfile::collectives), the same within and across
+// "nodes" (one process). The profile records the cores and threads per rank, so that layouts with
+// more threads than cores wait for them (step_time.h). The fits are measured in f32; a bf16
+// layout uses them too.
 #pragma once
 
 #include <map>
@@ -55,7 +55,7 @@ struct CalibrationOptions {
   int ranks = 2;             // local ranks the collectives run over
   int threads_per_rank = 1;  // as a run with --threads gives each rank
   int steps = 3;             // timed steps per model shape and round
-  int rounds = 3;            // each shape's kernels: the fastest of this many measurements
+  int rounds = 3;            // each shape's kernels: the median of this many measurements
 };
 
 // A profile named "calibrated (N thread(s) per rank)" that starts from the cpu preset (its peaks
