@@ -44,7 +44,8 @@ void print_fitting(const SearchReport& r, std::ostream& out) {
   const size_t shown = std::min(fitting.size(), static_cast<size_t>(r.top));
   out << "\nthe " << shown << " fastest of " << fitting.size()
       << " that fit (predicted: the slowest rank's step, the largest rank's memory in GiB)\n";
-  out << "   #  tokens/s/dev    MFU       step    compute  exp. comm     bubble |   peak  params"
+  out << "   #  tokens/s/dev    MFU       step    compute  exp. comm     bubble  core wait |   "
+         "peak  params"
          "   grads   optim  f.param  f.grad   activ    comm |  mb  layout\n";
   for (size_t i = 0; i < shown; ++i) {
     const PlannedLayout& p = fitting[i];
@@ -60,7 +61,8 @@ void print_fitting(const SearchReport& r, std::ostream& out) {
     out << head << padded(seconds_text(p.step_seconds), 10)
         << padded(seconds_text(p.slowest.compute), 11)
         << padded(seconds_text(p.slowest.total_exposed_comm()), 11)
-        << padded(seconds_text(p.slowest.bubble), 11) << memory << p.layout.to_string() << "\n";
+        << padded(seconds_text(p.slowest.bubble), 11)
+        << padded(seconds_text(p.slowest.cores_wait), 11) << memory << p.layout.to_string() << "\n";
   }
 }
 

@@ -59,9 +59,12 @@ MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank
     write_file_atomically(f.calibrate, machine_profile_json(profile));
     log << "wrote " << f.calibrate << ": " << profile.kernels.size()
         << " kernels fitted; all-gathers (latency + bandwidth by group size)";
-    for (const auto& [group_size, fit] : profile.collectives)
-      log << (group_size == profile.collectives.begin()->first ? " " : ", ") << group_size << ": "
-          << duration_text(fit.per_call) << " + " << 1e-9 / fit.per_unit << " GB/s";
+    const char* separator = " ";
+    for (const auto& [group_size, fit] : profile.collectives) {
+      log << separator << group_size << ": " << duration_text(fit.per_call) << " + "
+          << 1e-9 / fit.per_unit << " GB/s";
+      separator = ", ";
+    }
     log << "\n\n";
   }
   if (f.devices_per_node > 0) profile.devices_per_node = f.devices_per_node;

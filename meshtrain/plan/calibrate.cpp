@@ -10,7 +10,6 @@
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/ops/cpu/cpu_threads.h"
 #include "meshtrain/core/ops/op_counts.h"
-#include "meshtrain/core/ops/ops.h"
 #include "meshtrain/core/trace/recorder.h"
 #include "meshtrain/mesh/axis_names.h"
 #include "meshtrain/mesh/device_mesh.h"
@@ -128,7 +127,7 @@ KernelFit measure_all_gathers(int ranks, int group_size) {
   return fit_kernel(samples);
 }
 
-// The sample of the median time among one shape's rounds.
+// The sample of the median time among one shape's rounds (of an even count, the slower middle).
 template <typename Pick>
 KernelSample median_sample(const std::vector<MeasuredSteps>& rounds, Pick pick) {
   std::vector<KernelSample> of_rounds;
@@ -195,15 +194,18 @@ MeasuredSteps measure_kernels(const ModelSpec& spec, const Workload& workload, i
   };
   step(0);  // untimed: first-touch allocations, the optimizer's moments
 
+  // The steps' wall time untraced, as a run takes them (tracing adds its own time to every call),
+  // then the same steps again with each kernel traced and counted.
+  const auto start = std::chrono::steady_clock::now();
+  for (int s = 1; s <= steps; ++s) step(s);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   trace::Recorder recorder(0, {.keep_spans = false});
   ops::OpCounts counts;
-  double wall = 0;
   {
     const trace::Bind traced(&recorder);
     const ops::OpCountScope counting(&counts);
-    const auto start = std::chrono::steady_clock::now();
     for (int s = 1; s <= steps; ++s) step(s);
-    wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   const std::map<std::pair<trace::Kind, std::string>, trace::Totals> timed = recorder.totals();
   MeasuredSteps out;
@@ -254,13 +256,16 @@ MachineProfile calibrate_this_machine(const CalibrationOptions& options) {
   for (const auto& [op, of_op] : samples) profile.kernels[op] = fit_kernel(of_op);
   profile.host_per_call = fit_kernel(host).per_call;
   // Every group size that divides the ranks, the whole world's as the link's figures.
-  for (int group_size = 2; group_size <= options.ranks; ++group_size)
-    if (options.ranks % group_size == 0)
-      profile.collectives[group_size] = measure_all_gathers(options.ranks, group_size);
+  // A fit of free bytes (the sizes too noisy to show their cost) keeps the preset's bandwidth.
+  for (int group_size = 2; group_size <= options.ranks; ++group_size) {
+    if (options.ranks % group_size != 0) continue;
+    KernelFit fit = measure_all_gathers(options.ranks, group_size);
+    if (fit.per_unit <= 0) fit.per_unit = 1 / profile.intra_node_bandwidth;
+    profile.collectives[group_size] = fit;
+  }
   const KernelFit& world = profile.collectives.at(options.ranks);
   profile.intra_node_latency = profile.inter_node_latency = world.per_call;
-  if (world.per_unit > 0)
-    profile.intra_node_bandwidth = profile.inter_node_bandwidth = 1 / world.per_unit;
+  profile.intra_node_bandwidth = profile.inter_node_bandwidth = 1 / world.per_unit;
   profile.cores = ops::cpu::available_cpus();
   profile.threads_per_rank = options.threads_per_rank;
   profile.check();

@@ -39,16 +39,16 @@ struct KernelSample {
 // without samples.
 KernelFit fit_kernel(const std::vector<KernelSample>& samples);
 
-// What `steps` timed steps of one shape took: each op's kernels, and the host's work around
-// them (the steps' wall time less their kernels', over all the kernel calls: dispatch,
-// allocation, the runner's and optimizer's bookkeeping).
+// What `steps` timed steps of one shape took: each op's kernels (traced), and the host's work
+// around them (the steps' wall time untraced less their kernels', over all the kernel calls:
+// dispatch, allocation, the runner's and optimizer's bookkeeping).
 struct MeasuredSteps {
   std::map<std::string, KernelSample> kernels;
   KernelSample host;  // calls: every kernel call; work 0
 };
 
-// `steps` timed steps (after one untimed) of `model` on one rank of this machine's CPU, with the
-// threads the caller has (ops::cpu::cpu_threads).
+// `steps` timed steps (after one untimed), twice, of `model` on one rank of this machine's CPU,
+// with the threads the caller has (ops::cpu::cpu_threads).
 MeasuredSteps measure_kernels(const ModelSpec& model, const Workload& workload, int steps);
 
 struct CalibrationOptions {

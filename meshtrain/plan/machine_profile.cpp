@@ -182,7 +182,7 @@ MachineProfile parse_machine_profile(const std::string& text, const std::string&
              collectives->dump());
     for (const auto& [size, fit] : collectives->items()) {
       const std::optional<int> group_size = parse_integer<int>(size);
-      MT_CHECK(group_size && *group_size >= 2, origin,
+      MT_CHECK(group_size && *group_size >= 2 && std::to_string(*group_size) == size, origin,
                ": 'collectives' keys are group sizes of at least 2, got '", size, "'");
       p.collectives[*group_size] =
           fit_of(detail::concat("the collectives of groups of ", size), fit);

@@ -67,7 +67,7 @@ struct MachineProfile {
   // Measured collectives by group size (a calibrated profile): the latency of a call (per_call)
   // and the seconds per byte sent (per_unit), in place of the intra-node link's figures for a
   // group within a node. A group of another size takes the largest measured size below its own,
-  // or the smallest.
+  // or, below every measured size, the smallest.
   std::map<int, KernelFit> collectives{};
 
   double dense_peak_flops(DType dtype) const;  // InvalidArgument for a dtype without one

@@ -90,7 +90,7 @@ std::vector<double> shared_core_bounds(const MeshLayout& mesh, const std::vector
                                        const std::vector<double>& exposed_comm,
                                        const MachineProfile& machine) {
   if (machine.cores <= 0) return {};
-  const int nodes = (mesh.size() + machine.devices_per_node - 1) / machine.devices_per_node;
+  const int nodes = (mesh.size() - 1) / machine.devices_per_node + 1;
   std::vector<double> thread_seconds(nodes), comm(nodes);
   for (int r = 0; r < mesh.size(); ++r) {
     const int node = r / machine.devices_per_node;

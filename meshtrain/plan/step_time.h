@@ -5,7 +5,8 @@
 //   kernels   each op's work at the machine's rate: max(FLOPs / GEMM rate of the compute dtype,
 //             bytes / memory bandwidth), a roofline per op (the compute dtype is FSDP's
 //             param_dtype, f32 without a data axis); or, for an op a calibrated profile measured,
-//             its fit: per_call x calls + per_unit x work (kernel_work). Ranks sharing a
+//             its fit: per_call x calls + per_unit x work (kernel_work); each call with the
+//             host's work around it (MachineProfile::host_per_call). Ranks sharing a
 //             node's CPU cores (MachineProfile::cores) share them: see "cores" below.
 //   comm      per group: bytes sent / the link's bandwidth + calls x its latency (a transfer's
 //             send and its receive each a call, on both ranks). A group whose

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "meshtrain/core/error.h"
 #include "meshtrain/models/gpt2_family.h"
 #include "meshtrain/plan/rank_replay.h"
@@ -22,6 +24,14 @@ TEST(FitKernel, RecoversACostPerCallAndPerUnit) {
   const KernelFit fit = fit_kernel(samples);
   EXPECT_NEAR(fit.per_call, per_call, 1e-12);
   EXPECT_NEAR(fit.per_unit, per_unit, 1e-17);
+}
+
+// Each sample's error counts relative to its time: two calls of 1 s and 2 s fit 1.2 s a call
+// (an absolute fit: their mean, 1.5 s), so that a small shape is fitted as closely as a large one.
+TEST(FitKernel, WeighsEachSampleByItsTime) {
+  const KernelFit fit = fit_kernel({{1, 0, 1.0}, {1, 0, 2.0}});
+  EXPECT_NEAR(fit.per_call, 1.2, 1e-12);
+  EXPECT_EQ(fit.per_unit, 0.0);
 }
 
 TEST(FitKernel, StaysNonNegative) {
@@ -94,6 +104,31 @@ TEST(MachineProfiles, SurviveTheirJson) {
   json.replace(json.find("\"2\": {"), 3, "\"1\"");
   expect_error<InvalidArgument>([&] { parse_machine_profile(json, "p.json"); },
                                 "'collectives' keys are group sizes of at least 2, got '1'");
+  json = machine_profile_json(p);
+  json.replace(json.find("\"2\": {"), 3, "\"02\"");
+  expect_error<InvalidArgument>([&] { parse_machine_profile(json, "p.json"); },
+                                "group sizes of at least 2, got '02'");
+  MachineProfile negative = p;
+  negative.collectives[2].per_unit = -1;
+  expect_error<InvalidArgument>(
+      [&] { parse_machine_profile(machine_profile_json(negative), "p.json"); },
+      "the collectives of groups of 2 must be non-negative");
+}
+
+// A profile calibrated before the host and collective fits reads back without them.
+TEST(MachineProfiles, ReadBackWithoutTheHostAndCollectiveFits) {
+  MachineProfile p = machine_preset("cpu");
+  p.host_per_call = 4e-6;
+  p.collectives[2] = {7e-5, 1.5e-10};
+  nlohmann::json json = nlohmann::json::parse(machine_profile_json(p));
+  json.erase("host_per_call");
+  json.erase("collectives");
+  const MachineProfile back = parse_machine_profile(json.dump(), "old.json");
+  EXPECT_EQ(back.host_per_call, 0.0);
+  EXPECT_TRUE(back.collectives.empty());
+  json["collectives"] = 2;
+  expect_error<InvalidArgument>([&] { parse_machine_profile(json.dump(), "old.json"); },
+                                "'collectives' must map group sizes to fits, got 2");
 }
 
 }  // namespace

@@ -134,6 +134,34 @@ TEST(StepTime, EveryKernelCallCarriesTheHostsWork) {
   EXPECT_DOUBLE_EQ(p.step, 1.0 + 3 * 1e-3);
 }
 
+// The cores' bound adds the most exposed communication of a node's ranks to their kernels'
+// thread-seconds over its cores, node by node: four ranks of 1 s of kernels on two cores, rank 0
+// with 0.5 s of tp traffic and the others 0.1 s, take 4 / 2 + 0.5 s; as two tp pairs on nodes of
+// one core each, the second's ranks computing 2 s, node 1 sets the step at 4 / 1 + 0.1 s.
+TEST(StepTime, TheCoresBoundAddsANodesMostExposedCommunication) {
+  MachineProfile shared = round_machine();
+  shared.cores = 2;
+  const auto rank = [](double kernels, uint64_t tp_bytes) {
+    return rank_of(kernels, {{"tp", tp_bytes, 0}, {"dp", 0, 0}});
+  };
+  StepTimePrediction p = predict_step_time(
+      layout_of("tp=4"), {},
+      each({rank(1, 50'000'000), rank(1, 10'000'000), rank(1, 10'000'000), rank(1, 10'000'000)}),
+      shared);
+  EXPECT_DOUBLE_EQ(p.step, 2.5);
+  EXPECT_DOUBLE_EQ(p.ranks[0].cores_wait, 1.0);
+  EXPECT_DOUBLE_EQ(p.ranks[1].cores_wait, 1.4);
+  shared.cores = 1;
+  shared.devices_per_node = 2;  // each tp pair a node of its own
+  p = predict_step_time(
+      layout_of("dp_shard=2,tp=2"), {},
+      each({rank(1, 50'000'000), rank(1, 10'000'000), rank(2, 10'000'000), rank(2, 10'000'000)}),
+      shared);
+  EXPECT_DOUBLE_EQ(p.step, 4.1);
+  EXPECT_EQ(p.slowest, 2);
+  EXPECT_DOUBLE_EQ(p.ranks[0].cores_wait, 1.0);  // own 1.5 s, node 0 bound at 2 / 1 + 0.5
+}
+
 TEST(StepTime, TheSlowestRankSetsTheStep) {
   const StepTimePrediction p = predict_step_time(
       layout_of("tp=2"), {},
