@@ -69,9 +69,9 @@ class CpuThreads {
 };
 
 // The shapes the kernels are measured at: both families (their ops differ), two widths each, at
-// two sizes of micro-batch (4 x 128 and 1 x 32 tokens), so that what grows with the tokens and
-// not with the width (attention's softmax over T x T per head) is not taken for a call's fixed
-// cost.
+// three sizes of micro-batch (4 x 128, 2 x 64 and 1 x 32 tokens), so that what grows with the
+// tokens and not with the width (attention's softmax over T x T per head) is not taken for a
+// call's fixed cost, and a rank's share of a batch falls among the measured sizes.
 struct CalibrationShape {
   ModelSpecPtr model;
   Workload workload;
@@ -90,6 +90,7 @@ std::vector<CalibrationShape> calibration_shapes() {
                                                                    .kv_heads = 2})};
     for (const ModelSpecPtr& model : models)
       for (const Workload& workload : {Workload{.batch = 8, .seq = 128, .micro_batches = 2},
+                                       Workload{.batch = 4, .seq = 64, .micro_batches = 2},
                                        Workload{.batch = 2, .seq = 32, .micro_batches = 2}})
         shapes.push_back({model, workload});
   }
