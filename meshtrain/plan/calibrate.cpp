@@ -16,7 +16,9 @@
 #include "meshtrain/models/adamw.h"
 #include "meshtrain/models/gpt2_family.h"
 #include "meshtrain/models/llama_family.h"
+#include "meshtrain/plan/rank_replay.h"
 #include "meshtrain/plan/step_time.h"
+#include "meshtrain/plan/sweep.h"
 
 namespace meshtrain {
 
@@ -128,6 +130,77 @@ KernelFit measure_all_gathers(int ranks, int group_size) {
   return fit_kernel(samples);
 }
 
+// One rank's training steps of a model shape on a layout, as a run takes them (forward and
+// backward, AdamW, gradients zeroed), over `batches` batches of a fixed token stream.
+class TrainingSteps {
+ public:
+  TrainingSteps(Communicator& world, const ModelSpec& spec, const PlanLayout& layout,
+                const Workload& workload, int64_t batches)
+      : workload_(workload),
+        mesh_(world, layout.mesh),
+        model_(spec.build(Device::cpu())),
+        values_(spec.init_values(/*seed=*/0)),
+        plan_(strategies_of(layout)),
+        parallel_(plan_.apply(mesh_, *model_, values_.get())),
+        batches_(calibration_tokens(workload.batch * workload.seq * batches + 1, spec.vocab()),
+                 spec.vocab(), workload.batch, workload.seq, mesh_.axis_size(mesh_axis::dp),
+                 mesh_.axis_rank(mesh_axis::dp)) {}
+
+  void step(int64_t s) {
+    std::vector<MicroBatch> mbs = workload_.micro_batches_of(batches_.batch(s));
+    parallel_.runner->forward_backward(mbs,
+                                       static_cast<double>(workload_.batch * workload_.seq));
+    optimizer_.step(parallel_.state->optimizer_slots(), /*lr=*/1e-4f);
+    parallel_.state->zero_grad();
+  }
+
+ private:
+  Workload workload_;
+  DeviceMesh mesh_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<ParameterSource> values_;
+  ParallelPlan plan_;
+  ParallelModel parallel_;
+  AdamW optimizer_;
+  TokenBatches batches_;
+};
+
+// The share of a node's cores that ranks outnumbering them put to use: a real step of FSDP over
+// every local rank, one row of 64 tokens a rank and micro-batch of a calibration shape, its median
+// over the rounds, against the model's bound for it (the ranks' kernel thread-seconds over the
+// cores, plus the exposed communication) with every core busy. What the model does not count:
+// the scheduler's tails where the ranks meet (ranks preempted mid-burst arrive apart, and the
+// cores idle for the last) and its switches. 1 where the ranks' threads fit the cores.
+double measure_shared_core_efficiency(const CalibrationOptions& options,
+                                      const MachineProfile& profile) {
+  if (options.ranks * options.threads_per_rank <= profile.cores) return 1;
+  const ModelSpecPtr model = gpt2_model(GPT2Config{256, 128, 128, 2, 4});
+  const PlanLayout layout{.mesh = parse_mesh_spec(detail::concat("dp_shard=", options.ranks))};
+  const Workload workload{.batch = 2 * options.ranks, .seq = 64, .micro_batches = 2};
+  constexpr int kSteps = 4;
+  std::vector<double> rounds;
+  spawn_ranks(options.ranks, [&](RankContext& ctx) {
+    ops::cpu::set_cpu_threads(options.threads_per_rank);
+    TrainingSteps training(ctx.world, *model, layout, workload, kSteps + 1);
+    training.step(0);  // untimed: first-touch allocations, the optimizer's moments
+    for (int round = 0; round < options.rounds; ++round) {
+      ctx.world.barrier()->wait();
+      const auto start = std::chrono::steady_clock::now();
+      for (int s = 1; s <= kSteps; ++s) training.step(s);
+      ctx.world.barrier()->wait();
+      if (ctx.rank == 0)
+        rounds.push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+            kSteps);
+    }
+  });
+  const StepTimePrediction predicted =
+      predict_step_time(layout, workload, replay_ranks(*model, layout, workload), profile);
+  const double comm = predicted.ranks[predicted.slowest].total_exposed_comm();
+  const double busy = median(rounds) - comm;
+  return busy > 0 ? std::clamp((predicted.step - comm) / busy, 0.05, 1.0) : 1.0;
+}
+
 // The sample of the median time among one shape's rounds (of an even count, the slower middle).
 template <typename Pick>
 KernelSample median_sample(const std::vector<MeasuredSteps>& rounds, Pick pick) {
@@ -178,21 +251,8 @@ MeasuredSteps measure_kernels(const ModelSpec& spec, const Workload& workload, i
   const MemoryScope counted(&memory);
   LocalWorld world(1);
   const std::unique_ptr<Communicator> comm = world.communicator(0);
-  DeviceMesh mesh(*comm, layout.mesh);
-  const std::unique_ptr<Model> model = spec.build(Device::cpu());
-  const std::unique_ptr<ParameterSource> values = spec.init_values(/*seed=*/0);
-  ParallelPlan plan = strategies_of(layout);
-  ParallelModel parallel = plan.apply(mesh, *model, values.get());
-  AdamW optimizer;
-  const TokenBatches batches(
-      calibration_tokens(workload.batch * workload.seq * (steps + 1) + 1, spec.vocab()),
-      spec.vocab(), workload.batch, workload.seq);
-  const auto step = [&](int64_t s) {
-    std::vector<MicroBatch> mbs = workload.micro_batches_of(batches.batch(s));
-    parallel.runner->forward_backward(mbs, static_cast<double>(workload.batch * workload.seq));
-    optimizer.step(parallel.state->optimizer_slots(), /*lr=*/1e-4f);
-    parallel.state->zero_grad();
-  };
+  TrainingSteps training(*comm, spec, layout, workload, 2 * steps + 1);
+  const auto step = [&](int64_t s) { training.step(s); };
   step(0);  // untimed: first-touch allocations, the optimizer's moments
 
   // The steps' wall time untraced, as a run takes them (tracing adds its own time to every call),
@@ -206,7 +266,7 @@ MeasuredSteps measure_kernels(const ModelSpec& spec, const Workload& workload, i
   {
     const trace::Bind traced(&recorder);
     const ops::OpCountScope counting(&counts);
-    for (int s = 1; s <= steps; ++s) step(s);
+    for (int s = steps + 1; s <= 2 * steps; ++s) step(s);
   }
   const std::map<std::pair<trace::Kind, std::string>, trace::Totals> timed = recorder.totals();
   MeasuredSteps out;
@@ -269,6 +329,7 @@ MachineProfile calibrate_this_machine(const CalibrationOptions& options) {
   profile.intra_node_bandwidth = profile.inter_node_bandwidth = 1 / world.per_unit;
   profile.cores = ops::cpu::available_cpus();
   profile.threads_per_rank = options.threads_per_rank;
+  profile.shared_core_efficiency = measure_shared_core_efficiency(options, profile);
   profile.check();
   return profile;
 }

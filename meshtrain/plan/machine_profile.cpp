@@ -87,6 +87,9 @@ void MachineProfile::check() const {
            "at most 1, got ", gemm_efficiency);
   MT_CHECK(comm_overlap >= 0 && comm_overlap <= 1, "machine '", name,
            "': comm_overlap is a share, from 0 to 1, got ", comm_overlap);
+  MT_CHECK(shared_core_efficiency > 0 && shared_core_efficiency <= 1, "machine '", name,
+           "': shared_core_efficiency is a share, above 0 and at most 1, got ",
+           shared_core_efficiency);
   for (const auto& [op, fit] : kernels)
     MT_CHECK(std::isfinite(fit.per_call) && fit.per_call >= 0 && std::isfinite(fit.per_unit) &&
                  fit.per_unit >= 0,
@@ -124,6 +127,7 @@ std::string machine_profile_json(const MachineProfile& p) {
                                        {"threads_per_rank", p.threads_per_rank},
                                        {"kernels", kernels},
                                        {"host_per_call", p.host_per_call},
+                                       {"shared_core_efficiency", p.shared_core_efficiency},
                                        {"collectives", collectives}};
   return json.dump(1) + "\n";
 }
@@ -177,6 +181,8 @@ MachineProfile parse_machine_profile(const std::string& text, const std::string&
     p.kernels[op] = fit_of(detail::concat("kernel '", op, "'"), fit);
   // Optional, as the collectives: profiles calibrated before them have neither.
   if (json.contains("host_per_call")) p.host_per_call = number("host_per_call");
+  if (json.contains("shared_core_efficiency"))
+    p.shared_core_efficiency = number("shared_core_efficiency");
   if (const auto collectives = json.find("collectives"); collectives != json.end()) {
     MT_CHECK(collectives->is_object(), origin, ": 'collectives' must map group sizes to fits, got ",
              collectives->dump());

@@ -84,8 +84,9 @@ KernelTerms kernel_terms(const ReplayedRank& replayed, DType dtype, const Machin
 }
 
 // The shortest step the ranks of each node can take when they share its CPU cores
-// (MachineProfile::cores), by node: their kernels' thread-seconds over the cores, plus the most
-// communication one of them waits for. Empty where each device computes on its own.
+// (MachineProfile::cores), by node: their kernels' thread-seconds over the cores they put to use
+// (shared_core_efficiency), plus the most communication one of them waits for. Empty where each
+// device computes on its own.
 std::vector<double> shared_core_bounds(const MeshLayout& mesh, const std::vector<double>& kernels,
                                        const std::vector<double>& exposed_comm,
                                        const MachineProfile& machine) {
@@ -98,7 +99,8 @@ std::vector<double> shared_core_bounds(const MeshLayout& mesh, const std::vector
     comm[node] = std::max(comm[node], exposed_comm[r]);
   }
   std::vector<double> bounds(nodes);
-  for (int n = 0; n < nodes; ++n) bounds[n] = thread_seconds[n] / machine.cores + comm[n];
+  const double cores = machine.cores * machine.shared_core_efficiency;
+  for (int n = 0; n < nodes; ++n) bounds[n] = thread_seconds[n] / cores + comm[n];
   return bounds;
 }
 

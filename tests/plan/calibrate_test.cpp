@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "meshtrain/core/error.h"
+#include "meshtrain/core/ops/cpu/cpu_threads.h"
 #include "meshtrain/models/gpt2_family.h"
 #include "meshtrain/plan/rank_replay.h"
 #include "tests/support/error_message.h"
@@ -67,6 +68,22 @@ TEST(MeasureKernels, TimesTheKernelsTheReplayCounts) {
   EXPECT_GT(measured.host.seconds, 0.0);
 }
 
+// Four one-thread ranks: where they outnumber the cores, the calibration runs a real step of
+// them and keeps the share of the cores they put to use; where the cores suffice, all of them.
+TEST(Calibration, MeasuresTheCoresRanksShareWhereTheyOutnumberThem) {
+  const MachineProfile p =
+      calibrate_this_machine({.ranks = 4, .threads_per_rank = 1, .steps = 1, .rounds = 1});
+  EXPECT_EQ(p.cores, ops::cpu::available_cpus());
+  if (p.cores >= 4) {
+    EXPECT_EQ(p.shared_core_efficiency, 1.0);
+  } else {
+    EXPECT_GT(p.shared_core_efficiency, 0.0);
+    EXPECT_LE(p.shared_core_efficiency, 1.0);
+  }
+  EXPECT_EQ(p.collectives.size(), 2u);  // groups of 2 and of 4
+  EXPECT_EQ(p.intra_node_latency, p.collectives.at(4).per_call);
+}
+
 TEST(MachineProfiles, SurviveTheirJson) {
   MachineProfile p = machine_preset("cpu");
   p.kernels["matmul"] = {1.5e-6, 1.25e-11};
@@ -74,6 +91,7 @@ TEST(MachineProfiles, SurviveTheirJson) {
   p.cores = 16;
   p.threads_per_rank = 2;
   p.host_per_call = 4e-6;
+  p.shared_core_efficiency = 0.75;
   p.collectives[2] = {7e-5, 1.5e-10};
   p.collectives[4] = {1.2e-4, 1.25e-10};
   const MachineProfile back = parse_machine_profile(machine_profile_json(p), "p.json");
@@ -86,6 +104,7 @@ TEST(MachineProfiles, SurviveTheirJson) {
   ASSERT_EQ(back.kernels.size(), 2u);
   EXPECT_DOUBLE_EQ(back.kernels.at("matmul").per_unit, 1.25e-11);
   EXPECT_DOUBLE_EQ(back.host_per_call, 4e-6);
+  EXPECT_DOUBLE_EQ(back.shared_core_efficiency, 0.75);
   ASSERT_EQ(back.collectives.size(), 2u);
   EXPECT_DOUBLE_EQ(back.collectives.at(2).per_call, 7e-5);
   EXPECT_DOUBLE_EQ(back.collectives.at(4).per_unit, 1.25e-10);
@@ -113,18 +132,27 @@ TEST(MachineProfiles, SurviveTheirJson) {
   expect_error<InvalidArgument>(
       [&] { parse_machine_profile(machine_profile_json(negative), "p.json"); },
       "the collectives of groups of 2 must be non-negative");
+  MachineProfile idle = p;
+  idle.shared_core_efficiency = 0;
+  expect_error<InvalidArgument>(
+      [&] { parse_machine_profile(machine_profile_json(idle), "p.json"); },
+      "shared_core_efficiency is a share, above 0 and at most 1, got 0");
 }
 
-// A profile calibrated before the host and collective fits reads back without them.
+// A profile calibrated before the host, collective and shared-core figures reads back without
+// them.
 TEST(MachineProfiles, ReadBackWithoutTheHostAndCollectiveFits) {
   MachineProfile p = machine_preset("cpu");
   p.host_per_call = 4e-6;
+  p.shared_core_efficiency = 0.75;
   p.collectives[2] = {7e-5, 1.5e-10};
   nlohmann::json json = nlohmann::json::parse(machine_profile_json(p));
   json.erase("host_per_call");
+  json.erase("shared_core_efficiency");
   json.erase("collectives");
   const MachineProfile back = parse_machine_profile(json.dump(), "old.json");
   EXPECT_EQ(back.host_per_call, 0.0);
+  EXPECT_EQ(back.shared_core_efficiency, 1.0);
   EXPECT_TRUE(back.collectives.empty());
   json["collectives"] = 2;
   expect_error<InvalidArgument>([&] { parse_machine_profile(json.dump(), "old.json"); },

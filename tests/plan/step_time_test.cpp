@@ -95,6 +95,10 @@ TEST(StepTime, RanksSharingCoresStretchTheirKernels) {
   shared.devices_per_node = 2;
   shared.threads_per_rank = 1;
   EXPECT_DOUBLE_EQ(predict_step_time(layout_of("dp_shard=4"), {}, four, shared).step, 1.0);
+  // Ranks that put only half of the cores to use (the scheduler's tails where they meet).
+  shared.devices_per_node = 8;
+  shared.shared_core_efficiency = 0.5;
+  EXPECT_DOUBLE_EQ(predict_step_time(layout_of("dp_shard=4"), {}, four, shared).step, 4.0);
 }
 
 // Measured collectives by group size replace the intra-node link: a tp pair takes the fit of 2,
