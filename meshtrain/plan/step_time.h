@@ -26,8 +26,9 @@
 //             outside the schedule (AdamW) + the exposed data-axis comm. The slowest rank's step
 //             is every rank's (they meet in the step's collectives).
 //   cores     where a node's ranks share its CPU cores (MachineProfile::cores > 0), no step of
-//             theirs is shorter than their kernels' thread-seconds over the cores plus the most
-//             exposed communication one of them has; a rank waits for the cores the difference.
+//             theirs is shorter than their kernels' thread-seconds over the cores they put to
+//             use (MachineProfile::shared_core_efficiency) plus the most exposed communication
+//             one of them has; a rank waits for the cores the difference.
 //             Symmetric ranks stretch their kernels by threads over cores; a pipeline's idle
 //             ranks lend theirs to the busy ones (a processor shared fairly).
 //
