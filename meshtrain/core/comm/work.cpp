@@ -49,12 +49,19 @@ void Work::record_trace(TraceTag* tag) {
 
 void AsyncWork::wait(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  // Time blocked on an op still in flight is exposed communication: a wait span on the tracing
-  // thread's compute track.
+  // Time blocked on an op still in flight, or running it, is exposed communication: a wait span
+  // on the tracing thread's compute track.
   const bool blocks = !done_;
   trace::Recorder* recorder = blocks ? trace::current() : nullptr;
   const int64_t start = recorder ? trace::now_ns() : 0;
   const auto blocked_from = std::chrono::steady_clock::now();
+  if (blocks && run_on_wait_ && timeout >= default_timeout()) {
+    const std::function<void()> run = std::move(run_on_wait_);
+    run_on_wait_ = nullptr;
+    lock.unlock();
+    run();
+    lock.lock();
+  }
   const bool done = wait_awake(cv_, lock, timeout, [&] { return done_; });
   if (blocks)
     add_wait_seconds(

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,6 +34,7 @@ class Work {
 
   virtual void wait(std::chrono::milliseconds timeout) = 0;
   void wait() { wait(default_timeout_); }
+  std::chrono::milliseconds default_timeout() const { return default_timeout_; }
   virtual bool is_completed() = 0;
   // "all_gather of 4096 bytes on group 'dp_shard' (size 4) at rank 1"
   const std::string& description() const { return description_; }
@@ -70,17 +72,26 @@ using WorkPtr = std::shared_ptr<Work>;
 // A Work completed by another thread (a progress thread) through complete() or fail().
 class AsyncWork : public Work {
  public:
+  using Work::wait;
   using Work::Work;
   void wait(std::chrono::milliseconds timeout) override;
   bool is_completed() override;
   void complete();
   void fail(std::exception_ptr error);
 
+  // Lets the thread that waits do the op's work itself before it blocks (the local backend runs
+  // its queue through the op: ProgressThread::runner_through). wait() calls `run` once, on an op
+  // still in flight, when its timeout is no shorter than the op's own deadline (the default
+  // timeout), so that running the op cannot outlast the wait. Set by the issuing thread, before
+  // the Work is handed out.
+  void run_on_wait(std::function<void()> run) { run_on_wait_ = std::move(run); }
+
  private:
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
   std::exception_ptr error_;
+  std::function<void()> run_on_wait_;
 };
 
 // A Work that is already complete (for example an op on a group of one rank).

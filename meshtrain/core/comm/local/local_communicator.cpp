@@ -88,8 +88,8 @@ WorkPtr LocalCommunicator::collective(OpSignature signature, Tensor in, Tensor o
   auto work = make_work(signature.op, signature.bytes);
   const WaitContext ctx = context(signature.op, next_collective_++);
   ++in_flight_;
-  progress_.post([this, work, ctx, signature, device, in = std::move(in), out = std::move(out),
-                  issued = std::move(issued), stage_in, move]() mutable {
+  auto task = [this, work, ctx, signature, device, in = std::move(in), out = std::move(out),
+               issued = std::move(issued), stage_in, move]() mutable {
     try {
       // Staged here, in op order, so the copy sees what earlier queued ops wrote (and, on a GPU,
       // what the caller's stream wrote before it issued the op).
@@ -106,7 +106,7 @@ WorkPtr LocalCommunicator::collective(OpSignature signature, Tensor in, Tensor o
       move(*this, ctx, *slot);
       finish_device_copies(device, ctx);
       if (slot->phase_done.size() > 1) group_->sync(ctx, *slot);
-      // The test hook's delay holds back completion (and the ops queued behind), not the caller.
+      // The test hook's delay holds back completion (and the ops queued behind), not the issue.
       if (const auto delay = group_->op_delay(signature.op); delay.count() > 0)
         std::this_thread::sleep_for(delay);
       // Past the last phase nobody reads my buffers: drop every handle (and free any staging)
@@ -130,7 +130,8 @@ WorkPtr LocalCommunicator::collective(OpSignature signature, Tensor in, Tensor o
       fail_group_unless_peer_failure(ctx, error);
       work->fail(error);
     }
-  });
+  };
+  work->run_on_wait(progress_.runner_through(progress_.post(std::move(task))));
   return work;
 }
 
@@ -224,7 +225,9 @@ std::vector<WorkPtr> LocalCommunicator::do_batch_p2p(const std::vector<P2POp>& o
   // Posted in queue order, so a send reads its buffer after the ops queued before it wrote it.
   // Posting never waits: a receive stays in the mailbox until its sender arrives, and the ops
   // queued behind it go on.
-  progress_.post([this, postings = std::move(postings)]() mutable {
+  std::vector<std::shared_ptr<AsyncWork>> async_works;
+  for (const Posting& p : postings) async_works.push_back(p.work);
+  auto task = [this, postings = std::move(postings)]() mutable {
     // Before posting, which may complete the Works: a caller that saw them complete and then
     // destroyed the communicator must not find this task still counted. Unfinished receives are
     // tracked in recvs_ instead.
@@ -241,7 +244,10 @@ std::vector<WorkPtr> LocalCommunicator::do_batch_p2p(const std::vector<P2POp>& o
         p.work->fail(std::current_exception());
       }
     }
-  });
+  };
+  // A receive waited for at once posts itself, then waits for its sender.
+  const ProgressThread::Ticket ticket = progress_.post(std::move(task));
+  for (const auto& work : async_works) work->run_on_wait(progress_.runner_through(ticket));
   return works;
 }
 

@@ -45,11 +45,12 @@ class LocalWorld {
 };
 
 // Test hook: from now on, every collective of kind `op` (not send/recv) of the group that `comm`
-// (a local communicator) belongs to completes `delay` late, on every member: each member's
-// progress thread sleeps that long after moving its data, before marking the op complete, so the
-// caller is not held up but whoever waits for the op is, and the ops queued behind it start
-// later. Other groups (sub-communicators included) are not affected. Zero removes the delay.
-// Throws InvalidArgument when `comm` is not a local communicator.
+// (a local communicator) belongs to completes `delay` late, on every member: whichever thread
+// runs a member's op (its progress thread, or the rank waiting for it) sleeps that long after
+// moving its data, before marking the op complete, so the issue is not held up but whoever waits
+// for the op is, and the ops queued behind it start later. Other groups (sub-communicators
+// included) are not affected. Zero removes the delay. Throws InvalidArgument when `comm` is not a
+// local communicator.
 void set_local_op_delay(Communicator& comm, CommOp op, std::chrono::microseconds delay);
 
 }  // namespace meshtrain

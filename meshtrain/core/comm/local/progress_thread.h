@@ -1,12 +1,14 @@
 // One thread that runs a communicator's queued ops in FIFO order beside the caller's compute, as
-// a CUDA stream would. Its allocations (staging buffers) are charged to the owning rank's tracker,
-// in the comm category.
+// a CUDA stream would. A caller about to block on an op may run the queue through that op itself
+// (runner_through), while the thread is idle: an op waited for at once (tensor parallelism's,
+// a pipeline's receives) then costs no switch to this thread and back, two of the few thread
+// wake-ups it is made of. Either way one task runs at a time, in order. Tasks' allocations
+// (staging buffers) are charged to the owning rank's tracker, in the comm category.
 #pragma once
 
-#include <condition_variable>
-#include <deque>
+#include <cstdint>
 #include <functional>
-#include <mutex>
+#include <memory>
 #include <thread>
 
 #include "meshtrain/core/memory.h"
@@ -15,6 +17,8 @@ namespace meshtrain::local {
 
 class ProgressThread {
  public:
+  using Ticket = uint64_t;  // a task's place in the queue, from 1
+
   explicit ProgressThread(MemoryTracker* tracker);
   // Runs what is still queued, then joins. Tasks must not block forever: every wait has a
   // deadline and wakes on failure or abort.
@@ -23,16 +27,17 @@ class ProgressThread {
   ProgressThread& operator=(const ProgressThread&) = delete;
 
   // Tasks must not throw: each reports its own outcome through its Work.
-  void post(std::function<void()> task);
+  Ticket post(std::function<void()> task);
+
+  // A function for AsyncWork::run_on_wait: on its caller's thread, runs the queued tasks through
+  // `ticket`, in order, for as long as no other thread is running one (then the caller waits as
+  // usual). Safe to call after this object is gone, when it does nothing.
+  std::function<void()> runner_through(Ticket ticket) const;
 
  private:
-  void run(MemoryTracker* tracker);
-
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
-  std::thread thread_;  // last: started once the members above exist
+  struct Queue;
+  std::shared_ptr<Queue> queue_;
+  std::thread thread_;  // last: started once the queue exists
 };
 
 }  // namespace meshtrain::local
