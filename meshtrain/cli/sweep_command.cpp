@@ -178,8 +178,8 @@ void add_sweep_command(CLI::App& app, const Registries& registries) {
                   "--pp-schedule 1f1b --grad-accum 4")
       ->capture_default_str();
   cmd->add_option("--rounds", f->rounds,
-                  "runs of each layout; its step time is the median over them (this machine's "
-                  "timings vary from run to run)")
+                  "rounds, each training every layout once in turn; a layout's step time is the "
+                  "median over them (this machine's pace drifts from minute to minute)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   add_machine_flags(cmd, f->machine, "cpu");
@@ -188,20 +188,21 @@ void add_sweep_command(CLI::App& app, const Registries& registries) {
   cmd->callback([f, &registries] {
     const int world = f->config.world;
     const std::vector<std::string> lines = layout_lines(f->layouts, world);
-    std::vector<TrainConfig> configs;  // every layout checked before the first one trains
+    std::vector<SweepLayout> layouts;  // every layout checked before the first one trains
     for (const std::string& line : lines) {
       TrainConfig c = layout_config(*f, line, registries);
       c.sample_bytes = 0;
       c.validate();
-      configs.push_back(std::move(c));
+      layouts.push_back({line, std::move(c)});
     }
     const int threads = f->config.threads_per_rank();
     const MachineProfile machine = machine_of(*f->machine, world, threads, std::cout);
-    std::cout << "sweep: " << configs.front().model->describe() << " on " << world
+    std::cout << "sweep: " << layouts.front().config.model->describe() << " on " << world
               << " local ranks, " << threads << " thread(s) each, global batch " << f->config.batch
               << " x " << f->config.seq << " tokens, " << f->config.steps << " steps per layout in "
               << f->rounds
-              << " round(s) (step time: the median after the first, then over the rounds), "
+              << " round(s), each over every layout (step time: the median after the first, "
+                 "then over the rounds), "
                  "predicted on "
               << machine.name << "\n\n";
     char header[256];
@@ -209,11 +210,8 @@ void add_sweep_command(CLI::App& app, const Registries& registries) {
                   "step ms", "predicted", "error", "peak MiB", "predicted", "error", "sent MiB",
                   "predicted", "error");
     std::cout << header;
-    std::vector<SweepRow> rows;
-    for (size_t i = 0; i < lines.size(); ++i) {
-      rows.push_back(sweep_layout(lines[i], configs[i], machine, f->rounds));
-      print_row(rows.back(), std::cout);
-    }
+    const std::vector<SweepRow> rows = sweep_layouts(
+        layouts, machine, f->rounds, [](const SweepRow& row) { print_row(row, std::cout); });
     print_summary(rows, std::cout);
     if (!f->csv.empty()) write_output(f->csv, "--csv", rows_csv(rows));
     if (!f->json.empty()) write_output(f->json, "--json", rows_json(rows, machine.name));

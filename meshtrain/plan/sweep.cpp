@@ -61,22 +61,31 @@ double SweepRow::sent_error() const {
   return relative_error(static_cast<double>(predicted.sent), static_cast<double>(measured.sent));
 }
 
-SweepRow sweep_layout(const std::string& name, const TrainConfig& config,
-                      const MachineProfile& machine, int rounds) {
-  MT_CHECK(config.steps >= 3, "sweep: at least 3 steps per layout (the first is not timed), got ",
-           config.steps);
+std::vector<SweepRow> sweep_layouts(const std::vector<SweepLayout>& layouts,
+                                    const MachineProfile& machine, int rounds,
+                                    const std::function<void(const SweepRow&)>& on_row) {
+  MT_CHECK(!layouts.empty(), "sweep: no layouts");
   MT_CHECK(rounds >= 1, "sweep: at least one round per layout, got ", rounds);
-  TrainConfig meta = config;  // the planner's checks first, before anything trains
-  meta.device = DeviceKind::meta;
-  meta.check_layout();
-  SweepRow row{.layout = name, .predicted = predict(meta, machine)};
-  std::vector<double> step_s;
-  for (int round = 0; round < rounds; ++round) {
-    row.measured = measure(config);
-    step_s.push_back(row.measured.step_s);
+  std::vector<SweepRow> rows;
+  for (const SweepLayout& layout : layouts) {  // the planner's checks first, before anything trains
+    MT_CHECK(layout.config.steps >= 3, "sweep: at least 3 steps per layout (the first is not ",
+             "timed), got ", layout.config.steps, " for ", layout.name);
+    TrainConfig meta = layout.config;
+    meta.device = DeviceKind::meta;
+    meta.check_layout();
+    rows.push_back({.layout = layout.name, .predicted = predict(meta, machine)});
   }
-  row.measured.step_s = median(std::move(step_s));
-  return row;
+  std::vector<std::vector<double>> step_s(layouts.size());
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t i = 0; i < layouts.size(); ++i) {
+      rows[i].measured = measure(layouts[i].config);
+      step_s[i].push_back(rows[i].measured.step_s);
+      if (round + 1 < rounds) continue;
+      rows[i].measured.step_s = median(std::move(step_s[i]));
+      if (on_row) on_row(rows[i]);
+    }
+  }
+  return rows;
 }
 
 std::vector<std::string> auto_sweep_layouts(int world) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,11 +34,20 @@ struct SweepRow {
 // empty.
 double median(std::vector<double> values);
 
-// Trains `config` (its steps, at least 3; on the local backend) `rounds` times and predicts it on
-// `machine`; the measured step is the median over the rounds of each round's median.
-// InvalidArgument for a configuration the planner cannot replay, fewer steps or no round.
-SweepRow sweep_layout(const std::string& name, const TrainConfig& config,
-                      const MachineProfile& machine, int rounds = 1);
+struct SweepLayout {
+  std::string name;    // as the caller names it (the row's)
+  TrainConfig config;  // its steps at least 3; trained on the local backend
+};
+
+// Predicts every layout on `machine`, then trains each `rounds` times, a round training every
+// layout once in order (so that the machine's drifting pace reaches all of them alike); a
+// layout's measured step is the median over the rounds of each round's median, its peak and
+// bytes the last round's. `on_row` sees each row once its last round is done. InvalidArgument,
+// before anything trains, for a configuration the planner cannot replay, fewer steps, no layout
+// or no round.
+std::vector<SweepRow> sweep_layouts(const std::vector<SweepLayout>& layouts,
+                                    const MachineProfile& machine, int rounds,
+                                    const std::function<void(const SweepRow&)>& on_row = {});
 
 // Layouts that together exercise every part of the model on `world` ranks (even, at least 4), as
 // train flags: FSDP full, grad_op and none (DDP), HSDP, TP with and without sequence

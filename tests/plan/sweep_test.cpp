@@ -43,8 +43,18 @@ TEST(SweepRows, AutoLayoutsCoverEveryStrategyForEvenWorlds) {
 TEST(SweepRows, RefuseTooFewStepsBeforeTraining) {
   TrainConfig c = uneven_config();
   c.steps = 2;
-  expect_error<InvalidArgument>([&] { sweep_layout("x", c, machine_preset("cpu")); },
-                                "at least 3 steps per layout");
+  expect_error<InvalidArgument>(
+      [&] {
+        sweep_layouts({{"x", c}}, machine_preset("cpu"), 1);
+      },
+      "at least 3 steps per layout");
+  c.steps = 3;
+  expect_error<InvalidArgument>(
+      [&] {
+        sweep_layouts({{"x", c}}, machine_preset("cpu"), 0);
+      },
+      "at least one round");
+  expect_error<InvalidArgument>([&] { sweep_layouts({}, machine_preset("cpu"), 1); }, "no layouts");
 }
 
 }  // namespace
