@@ -2,6 +2,8 @@
 // order, one at a time, on whichever thread; a waiter runs nothing past its own op, nothing while
 // the thread runs a task, and nothing once the thread is gone; what it runs is charged to the
 // rank's tracker as communication and counted as time waited.
+#include "meshtrain/core/comm/local/progress_thread.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,7 +12,6 @@
 #include <thread>
 #include <vector>
 
-#include "meshtrain/core/comm/local/progress_thread.h"
 #include "meshtrain/core/comm/work.h"
 #include "meshtrain/core/error.h"
 
