@@ -252,13 +252,12 @@ MeasuredSteps measure_kernels(const ModelSpec& spec, const Workload& workload, i
   LocalWorld world(1);
   const std::unique_ptr<Communicator> comm = world.communicator(0);
   TrainingSteps training(*comm, spec, layout, workload, 2 * steps + 1);
-  const auto step = [&](int64_t s) { training.step(s); };
-  step(0);  // untimed: first-touch allocations, the optimizer's moments
+  training.step(0);  // untimed: first-touch allocations, the optimizer's moments
 
   // The steps' wall time untraced, as a run takes them (tracing adds its own time to every call),
   // then the same steps again with each kernel traced and counted.
   const auto start = std::chrono::steady_clock::now();
-  for (int s = 1; s <= steps; ++s) step(s);
+  for (int s = 1; s <= steps; ++s) training.step(s);
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   trace::Recorder recorder(0, {.keep_spans = false});
@@ -266,7 +265,7 @@ MeasuredSteps measure_kernels(const ModelSpec& spec, const Workload& workload, i
   {
     const trace::Bind traced(&recorder);
     const ops::OpCountScope counting(&counts);
-    for (int s = steps + 1; s <= 2 * steps; ++s) step(s);
+    for (int s = steps + 1; s <= 2 * steps; ++s) training.step(s);
   }
   const std::map<std::pair<trace::Kind, std::string>, trace::Totals> timed = recorder.totals();
   MeasuredSteps out;
