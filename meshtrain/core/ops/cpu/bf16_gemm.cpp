@@ -1,7 +1,8 @@
 // bf16 GEMMs through oneDNN's matmul primitive, single-threaded per block (gemm_blocks.h).
 // Creating a primitive costs far more than running a small one, so each thread keeps the
 // primitives it made, keyed by everything that shapes them; a training step reuses a handful of
-// shapes.
+// shapes. Where oneDNN has no bf16 matmul for the CPU (before AVX-512), the operands are widened
+// to f32 and multiplied by OpenBLAS: the same f32 accumulation, at f32's speed.
 #include <omp.h>
 
 #include <map>
@@ -71,11 +72,32 @@ Gemm make_gemm(const GemmKey& key) {
     g.primitive = dnnl::matmul(pd);
     g.scratchpad = pd.scratchpad_desc();
   } catch (const dnnl::error& e) {
-    throw NotSupported(detail::concat(
-        "bf16 GEMM ", key.m, "x", key.n, "x", key.k, ": oneDNN has no implementation for this CPU (",
-        e.what(), "); bf16 compute on CPUs needs AVX-512 (AVX512-BF16 for full speed): use f32"));
+    throw NotSupported(detail::concat("bf16 GEMM ", key.m, "x", key.n, "x", key.k,
+                                      ": oneDNN has no implementation for this CPU (", e.what(),
+                                      ")"));
   }
   return g;
+}
+
+// Whether oneDNN runs bf16 matmuls on this CPU (AVX-512 and later), probed once.
+bool onednn_runs_bf16() {
+  static const bool runs = [] {
+    try {
+      make_gemm(GemmKey{false, false, 1, 1, 1, 1, 1, 1, 1.0f, 0.0f, DType::f32, false});
+      return true;
+    } catch (const NotSupported&) {
+      return false;
+    }
+  }();
+  return runs;
+}
+
+// A row-major [rows, cols] bf16 operand with row stride ld, widened into `out` (dense, row
+// stride cols).
+void widen(const BF16* in, int64_t rows, int64_t cols, int64_t ld, std::vector<float>& out) {
+  out.resize(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = to_f32(in[r * ld + c]);
 }
 
 const Gemm& cached_gemm(const GemmKey& key) {
@@ -92,6 +114,9 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
   MT_ASSERT(c_dtype == DType::bf16 || c_dtype == DType::f32, "bf16_gemm writes bf16 or f32, got ",
             dtype_name(c_dtype));
   if (m == 0 || n == 0) return;
+  if (!onednn_runs_bf16())
+    return widened_bf16_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, c_dtype,
+                             ldc, bias);
   const size_t c_size = dtype_size(c_dtype);
   for_gemm_blocks(m, n, k, [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     // oneDNN (its OpenMP build) runs inline on a thread whose OpenMP count is 1; for_gemm_blocks
@@ -119,6 +144,34 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
     g.primitive.execute(stream, args);
     stream.wait();
   });
+}
+
+void widened_bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                       const BF16* a, int64_t lda, const BF16* b, int64_t ldb, float beta, void* c,
+                       DType c_dtype, int64_t ldc, const BF16* bias) {
+  if (m == 0 || n == 0) return;
+  // Grown, never shrunk: a step's GEMMs reuse them without faulting fresh pages in.
+  thread_local std::vector<float> a32, b32, c32;
+  widen(a, trans_a ? k : m, trans_a ? m : k, lda, a32);
+  widen(b, trans_b ? n : k, trans_b ? k : n, ldb, b32);
+  c32.resize(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float& out = c32[i * n + j];
+      out = bias ? to_f32(bias[j]) : 0.0f;
+      if (beta != 0.0f)
+        out += beta * (c_dtype == DType::f32 ? static_cast<const float*>(c)[i * ldc + j]
+                                             : to_f32(static_cast<const BF16*>(c)[i * ldc + j]));
+    }
+  sgemm(trans_a, trans_b, m, n, k, alpha, a32.data(), trans_a ? m : k, b32.data(), trans_b ? k : n,
+        1.0f, c32.data(), n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      if (c_dtype == DType::f32)
+        static_cast<float*>(c)[i * ldc + j] = c32[i * n + j];
+      else
+        static_cast<BF16*>(c)[i * ldc + j] = to_bf16(c32[i * n + j]);
+    }
 }
 
 }  // namespace meshtrain::ops::cpu

@@ -1,5 +1,6 @@
 // Row-major GEMMs on raw pointers, shared by the CPU kernels that multiply: f32 through OpenBLAS,
-// bf16 through oneDNN (fp32 accumulation; AVX512-BF16 instructions where the CPU has them).
+// bf16 through oneDNN (fp32 accumulation; AVX512-BF16 instructions where the CPU has them), or,
+// on a CPU oneDNN has no bf16 matmul for (before AVX-512), through OpenBLAS on widened copies.
 #pragma once
 
 #include <cstdint>
@@ -18,5 +19,12 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
 void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                const BF16* a, int64_t lda, const BF16* b, int64_t ldb, float beta, void* c,
                DType c_dtype, int64_t ldc, const BF16* bias = nullptr);
+
+// bf16_gemm's path where oneDNN has no bf16 matmul: the operands widened to f32 (exactly) and
+// multiplied by sgemm, then alpha x a @ b + bias + beta x c rounded once into c_dtype. Declared
+// for its tests, which run it on every CPU.
+void widened_bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                       const BF16* a, int64_t lda, const BF16* b, int64_t ldb, float beta, void* c,
+                       DType c_dtype, int64_t ldc, const BF16* bias = nullptr);
 
 }  // namespace meshtrain::ops::cpu
