@@ -1,6 +1,7 @@
 // Each rank's share of a collective's data movement, read straight from the peers' posted buffers
 // (staged only to reduce a source that sits on another device, or into a host output). Called
-// between the phases of a slot, when every rank has posted.
+// between the phases of a slot, when every rank has posted: by each rank for its own share, or by
+// the last rank to arrive for every rank's, phase by phase (op_signature.h: last_rank_moves).
 #pragma once
 
 #include "meshtrain/core/comm/local/group_state.h"

@@ -75,10 +75,8 @@ void GroupState::wait_locked(std::unique_lock<std::mutex>& lock, const WaitConte
   throw Timeout(message);
 }
 
-std::shared_ptr<Slot> GroupState::arrive(const WaitContext& ctx, const OpSignature& signature,
-                                         Post post) {
-  std::unique_lock lock(mutex_);
-  throw_if_failed_locked(ctx);
+std::shared_ptr<Slot> GroupState::post_locked(const WaitContext& ctx, const OpSignature& signature,
+                                              Post post) {
   std::shared_ptr<Slot>& entry = slots_[ctx.seq];
   if (!entry) {
     entry = std::make_shared<Slot>();
@@ -86,7 +84,7 @@ std::shared_ptr<Slot> GroupState::arrive(const WaitContext& ctx, const OpSignatu
     entry->first_rank = ctx.rank;
     entry->posts.resize(size());
     entry->reached.assign(size(), 0);
-    entry->phase_done.assign(phase_count(signature.op), 0);
+    entry->phase_done.assign(phase_count(signature, size()), 0);
   } else if (!(entry->signature == signature)) {
     const std::string message = detail::concat(
         "collective mismatch on group '", name_, "' op #", ctx.seq, ": rank ", entry->first_rank,
@@ -97,17 +95,54 @@ std::shared_ptr<Slot> GroupState::arrive(const WaitContext& ctx, const OpSignatu
   }
   const std::shared_ptr<Slot> slot = entry;  // the map entry may go once everyone has passed
   slot->posts[ctx.rank] = std::move(post);
-  pass_phase_locked(ctx, *slot);
-  const int phase = 0;
-  wait_locked(
-      lock, ctx, [&] { return slot->phase_done[phase] == size(); },
-      [&] {
-        std::vector<int> absent;
-        for (int r = 0; r < size(); ++r)
-          if (slot->reached[r] == 0) absent.push_back(r);
-        return detail::concat("ranks ", rank_list(absent), " never arrived");
-      });
   return slot;
+}
+
+std::string GroupState::absent_locked(const Slot& slot) const {
+  std::vector<int> absent;
+  for (int r = 0; r < size(); ++r)
+    if (slot.reached[r] == 0) absent.push_back(r);
+  return detail::concat("ranks ", rank_list(absent), " never arrived");
+}
+
+std::shared_ptr<Slot> GroupState::arrive(const WaitContext& ctx, const OpSignature& signature,
+                                         Post post) {
+  std::unique_lock lock(mutex_);
+  throw_if_failed_locked(ctx);
+  const std::shared_ptr<Slot> slot = post_locked(ctx, signature, std::move(post));
+  pass_phase_locked(ctx, *slot);
+  wait_locked(
+      lock, ctx, [&] { return slot->phase_done[0] == size(); },
+      [&] { return absent_locked(*slot); });
+  return slot;
+}
+
+void GroupState::arrive_last_moves(const WaitContext& ctx, const OpSignature& signature, Post post,
+                                   const std::function<void(const Slot&)>& move_all) {
+  MT_ASSERT(last_rank_moves(signature, size()), "arrive_last_moves for ", describe(signature));
+  std::unique_lock lock(mutex_);
+  throw_if_failed_locked(ctx);
+  const std::shared_ptr<Slot> slot = post_locked(ctx, signature, std::move(post));
+  slot->reached[ctx.rank] = 1;
+  if (++slot->phase_done[0] < size()) {
+    wait_locked(
+        lock, ctx, [&] { return slot->phase_done[1] == size(); },
+        [&] {
+          if (slot->phase_done[0] < size()) return absent_locked(*slot);
+          return std::string("the last rank to arrive did not finish moving the data");
+        });
+    slot->posts[ctx.rank] = Post{};  // nobody reads my buffers now
+    return;
+  }
+  // Every rank has posted, and none reads or writes its buffers until released: move unlocked.
+  lock.unlock();
+  move_all(*slot);
+  lock.lock();
+  throw_if_failed_locked(ctx);
+  slot->posts[ctx.rank] = Post{};
+  slot->phase_done[1] = size();
+  slots_.erase(ctx.seq);
+  cv_.notify_all();
 }
 
 void GroupState::sync(const WaitContext& ctx, Slot& slot) {

@@ -67,6 +67,12 @@ class GroupState {
   std::shared_ptr<Slot> arrive(const WaitContext& ctx, const OpSignature& signature, Post post);
   // Waits until every rank has passed this rank's next phase; the last phase releases the slot.
   void sync(const WaitContext& ctx, Slot& slot);
+  // For an op whose last rank moves every rank's data (last_rank_moves): posts this
+  // rank's buffers in slot ctx.seq; the last rank to post runs move_all and releases the slot,
+  // the others wait until it has. A failure of move_all leaves the slot for the caller to fail
+  // the group with, which wakes the others.
+  void arrive_last_moves(const WaitContext& ctx, const OpSignature& signature, Post post,
+                         const std::function<void(const Slot&)>& move_all);
 
   // Sends and receives; a mismatched pair fails the group, and a failed group fails the mailbox.
   Mailbox& mailbox() { return mailbox_; }
@@ -91,6 +97,10 @@ class GroupState {
   void fail_locked(const std::string& message);
   void release_locked(const std::string& message);
   void pass_phase_locked(const WaitContext& ctx, Slot& slot);
+  // Posts into slot ctx.seq, made on the first post; a signature unlike the first fails the group.
+  std::shared_ptr<Slot> post_locked(const WaitContext& ctx, const OpSignature& signature,
+                                    Post post);
+  std::string absent_locked(const Slot& slot) const;  // "ranks 1, 3 never arrived"
   // Waits until ready(); on a deadline fails the group (nobody waits for a rank that gave up)
   // and throws Timeout with what missing() describes.
   void wait_locked(std::unique_lock<std::mutex>& lock, const WaitContext& ctx,

@@ -80,7 +80,7 @@ std::shared_ptr<AsyncWork> LocalCommunicator::make_work(CommOp op, size_t bytes)
 }
 
 WorkPtr LocalCommunicator::collective(OpSignature signature, Tensor in, Tensor out, bool stage_in,
-                                      Mover move) {
+                                      std::vector<MovePhase> phases) {
   const Device device = device_of(in, out);
   signature.memory = device.kind;
   // Before the op takes its number: a failure here leaves this rank's numbering in step.
@@ -89,7 +89,7 @@ WorkPtr LocalCommunicator::collective(OpSignature signature, Tensor in, Tensor o
   const WaitContext ctx = context(signature.op, next_collective_++);
   ++in_flight_;
   auto task = [this, work, ctx, signature, device, in = std::move(in), out = std::move(out),
-               issued = std::move(issued), stage_in, move]() mutable {
+               issued = std::move(issued), stage_in, phases = std::move(phases)]() mutable {
     try {
       // Staged here, in op order, so the copy sees what earlier queued ops wrote (and, on a GPU,
       // what the caller's stream wrote before it issued the op).
@@ -99,20 +99,30 @@ WorkPtr LocalCommunicator::collective(OpSignature signature, Tensor in, Tensor o
         post.in = in.clone();
         post.issued = StreamMark::record(device);
       }
-      std::shared_ptr<Slot> slot = group_->arrive(ctx, signature, std::move(post));
-      // Host buffers need no ordering (and a barrier's peers may already be clearing their posts).
-      if (device.is_cuda())
-        for (const Post& peer : slot->posts) order_after(peer.issued, device);
-      move(*this, ctx, *slot);
-      finish_device_copies(device, ctx);
-      if (slot->phase_done.size() > 1) group_->sync(ctx, *slot);
+      if (last_rank_moves(signature, size())) {
+        group_->arrive_last_moves(ctx, signature, std::move(post), [&](const Slot& slot) {
+          for (const MovePhase phase : phases)
+            for (int r = 0; r < size(); ++r) phase(slot, r);
+        });
+      } else {
+        std::shared_ptr<Slot> slot = group_->arrive(ctx, signature, std::move(post));
+        // Host buffers need no ordering (and a barrier's peers may already be clearing their
+        // posts).
+        if (device.is_cuda())
+          for (const Post& peer : slot->posts) order_after(peer.issued, device);
+        for (const MovePhase phase : phases) {
+          phase(*slot, rank());
+          finish_device_copies(device, ctx);
+          group_->sync(ctx, *slot);
+        }
+        // Past the last phase nobody reads my buffers: drop my handles before the op completes.
+        slot->posts[ctx.rank] = Post{};
+      }
       // The test hook's delay holds back completion (and the ops queued behind), not the issue.
       if (const auto delay = group_->op_delay(signature.op); delay.count() > 0)
         std::this_thread::sleep_for(delay);
-      // Past the last phase nobody reads my buffers: drop every handle (and free any staging)
-      // before the op completes, so a waiter that frees its buffers really frees them.
-      slot->posts[ctx.rank] = Post{};
-      slot.reset();
+      // Drop every handle (and free any staging) before the op completes, so that a waiter that
+      // frees its buffers really frees them.
       in = Tensor();
       out = Tensor();
       --in_flight_;
@@ -151,50 +161,35 @@ void LocalCommunicator::fail_group_unless_peer_failure(const WaitContext& ctx,
 WorkPtr LocalCommunicator::do_all_gather(const Tensor& out, const Tensor& in) {
   const bool stage = overlap(in, out) && !is_chunk(in, out, rank());
   return collective({CommOp::all_gather, in.nbytes(), in.dtype()}, in, out, stage,
-                    [](LocalCommunicator& self, const WaitContext&, Slot& slot) {
-                      gather_from_peers(slot, self.rank());
-                    });
+                    {gather_from_peers});
 }
 
 WorkPtr LocalCommunicator::do_reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
   check_reduction(in.dtype(), op, "reduce_scatter");
   const bool stage = overlap(in, out) && !is_chunk(out, in, rank());
   return collective({CommOp::reduce_scatter, in.nbytes(), in.dtype(), op}, in, out, stage,
-                    [](LocalCommunicator& self, const WaitContext&, Slot& slot) {
-                      reduce_my_chunk(slot, self.rank());
-                    });
+                    {reduce_my_chunk});
 }
 
 WorkPtr LocalCommunicator::do_all_reduce(const Tensor& buffer, ReduceOp op) {
   check_reduction(buffer.dtype(), op, "all_reduce");
   return collective({CommOp::all_reduce, buffer.nbytes(), buffer.dtype(), op}, buffer, buffer,
-                    false, [](LocalCommunicator& self, const WaitContext& ctx, Slot& slot) {
-                      all_reduce_reduce_phase(slot, self.rank());
-                      finish_device_copies(slot.posts[self.rank()].out.device(), ctx);
-                      self.group_->sync(ctx, slot);  // every chunk is reduced
-                      all_reduce_gather_phase(slot, self.rank());
-                    });
+                    false, {all_reduce_reduce_phase, all_reduce_gather_phase});
 }
 
 WorkPtr LocalCommunicator::do_broadcast(const Tensor& buffer, int root) {
   OpSignature signature{CommOp::broadcast, buffer.nbytes(), buffer.dtype()};
   signature.root = root;
-  return collective(signature, buffer, buffer, false,
-                    [](LocalCommunicator& self, const WaitContext&, Slot& slot) {
-                      copy_from_root(slot, self.rank());
-                    });
+  return collective(signature, buffer, buffer, false, {copy_from_root});
 }
 
 WorkPtr LocalCommunicator::do_all_to_all(const Tensor& out, const Tensor& in) {
   return collective({CommOp::all_to_all, in.nbytes(), in.dtype()}, in, out, overlap(in, out),
-                    [](LocalCommunicator& self, const WaitContext&, Slot& slot) {
-                      exchange_chunks(slot, self.rank());
-                    });
+                    {exchange_chunks});
 }
 
 WorkPtr LocalCommunicator::do_barrier() {
-  return collective({CommOp::barrier}, Tensor(), Tensor(), false,
-                    [](LocalCommunicator&, const WaitContext&, Slot&) {});
+  return collective({CommOp::barrier}, Tensor(), Tensor(), false, {});
 }
 
 std::vector<WorkPtr> LocalCommunicator::do_batch_p2p(const std::vector<P2POp>& ops) {

@@ -45,15 +45,19 @@ class LocalCommunicator final : public Communicator {
                                          std::string name) override;
 
  private:
-  // Moves this rank's share of the data once every rank has posted; may sync() between phases.
-  using Mover = void (*)(LocalCommunicator& self, const WaitContext& ctx, Slot& slot);
-  // Queues a collective: arrive in the next slot, move, then a final barrier that keeps every
-  // rank's buffers in use until all have read them. stage_in: copy `in` first (it overlaps `out`
-  // in a way that peers' reads and my writes would race on).
+  // One phase of a collective's data movement: `rank`'s share, once every rank has posted
+  // (data_movement.h). A collective moves in one phase or, for an all-reduce, two.
+  using MovePhase = void (*)(const Slot& slot, int rank);
+  // Queues a collective: arrive in the next slot, then each phase of its movement, each rank its
+  // own share between barriers, the last of which keeps every rank's buffers in use until all
+  // have read them; or, where the last rank to arrive moves it all (last_rank_moves), that rank
+  // every rank's share of every phase, in one meeting. stage_in: copy `in` first (it overlaps
+  // `out` in a way that peers' reads and my writes would race on).
   // Buffers may be host or CUDA memory (all ranks alike; offload's crossings excepted); device
   // copies are ordered after the caller's stream at issue and finished before the op completes
   // or fails.
-  WorkPtr collective(OpSignature signature, Tensor in, Tensor out, bool stage_in, Mover move);
+  WorkPtr collective(OpSignature signature, Tensor in, Tensor out, bool stage_in,
+                     std::vector<MovePhase> phases);
   WaitContext context(CommOp op, uint64_t seq) const;
   // Fails the group with this rank's error, unless it came from the group.
   void fail_group_unless_peer_failure(const WaitContext& ctx, const std::exception_ptr& error);

@@ -17,12 +17,32 @@ std::string describe(const OpSignature& s) {
                                                        : "");
 }
 
-int phase_count(CommOp op) {
-  switch (op) {
-    case CommOp::barrier: return 1;     // arriving is the whole op
-    case CommOp::all_reduce: return 3;  // arrive, reduce-scatter, all-gather
-    default: return 2;                  // arrive, move data, release
+namespace {
+// What the op writes over the group's outputs (signature.bytes: the buffer each rank passes in).
+size_t output_bytes(const OpSignature& s, int group_size) {
+  const size_t w = static_cast<size_t>(group_size);
+  switch (s.op) {
+    case CommOp::all_gather:
+      return w * w * s.bytes;
+    case CommOp::reduce_scatter:
+      return s.bytes;
+    default:
+      return w * s.bytes;
   }
+}
+}  // namespace
+
+bool last_rank_moves(const OpSignature& s, int group_size) {
+  if (s.op == CommOp::barrier) return false;
+  return s.memory == DeviceKind::meta ||
+         (s.memory == DeviceKind::cpu && output_bytes(s, group_size) <= kLastRankMovesBytes);
+}
+
+int phase_count(const OpSignature& s, int group_size) {
+  if (s.op == CommOp::barrier) return 1;         // arriving is the whole op
+  if (last_rank_moves(s, group_size)) return 2;  // arrive; released once the last rank moved all
+  return s.op == CommOp::all_reduce ? 3          // arrive, reduce-scatter, all-gather
+                                    : 2;         // arrive, move data, release
 }
 
 }  // namespace meshtrain::local
