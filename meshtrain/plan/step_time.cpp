@@ -45,6 +45,29 @@ KernelFit intra_node_link(const MachineProfile& machine, int group_size) {
   return it == machine.collectives.begin() ? it->second : std::prev(it)->second;
 }
 
+// The size of `rank`'s group on the mesh axes `span`, and whether its members share a node.
+// Ranks grow with every coordinate and a node holds consecutive ranks, so the group lies in one
+// node when its lowest member (the span's coordinates at 0) and its highest (at their largest)
+// do: no need to list a group of thousands for each of thousands of ranks.
+struct GroupPlacement {
+  int size = 1;
+  bool within_node = true;
+};
+GroupPlacement placement(const MeshLayout& mesh, int rank, const std::vector<std::string>& span,
+                         int devices_per_node) {
+  GroupPlacement out;
+  std::vector<int> lowest = mesh.coordinates(rank), highest = lowest;
+  for (const std::string& axis : span) {
+    const int i = mesh.axis_index(axis), size = mesh.axis_size(axis);
+    lowest[i] = 0;
+    highest[i] = size - 1;
+    out.size *= size;
+  }
+  out.within_node =
+      mesh.rank_of(lowest) / devices_per_node == mesh.rank_of(highest) / devices_per_node;
+  return out;
+}
+
 // Seconds of `rank`'s traffic on each group, as it leaves over the group's link.
 std::vector<std::pair<std::string, double>> comm_seconds(const MeshLayout& mesh, int rank,
                                                          const ReplayedRank& replayed,
@@ -52,13 +75,10 @@ std::vector<std::pair<std::string, double>> comm_seconds(const MeshLayout& mesh,
   std::vector<std::pair<std::string, double>> out;
   for (size_t i = 0; i < replayed.sent.size(); ++i) {
     const std::string& group = replayed.sent[i].first;
-    const std::vector<int> members = mesh.group_of(rank, mesh.span(group));
-    const int node = members.front() / machine.devices_per_node;
-    const bool intra = std::all_of(members.begin(), members.end(),
-                                   [&](int r) { return r / machine.devices_per_node == node; });
+    const GroupPlacement where = placement(mesh, rank, mesh.span(group), machine.devices_per_node);
     const KernelFit link =
-        intra ? intra_node_link(machine, static_cast<int>(members.size()))
-              : KernelFit{machine.inter_node_latency, 1 / machine.inter_node_bandwidth};
+        where.within_node ? intra_node_link(machine, where.size)
+                          : KernelFit{machine.inter_node_latency, 1 / machine.inter_node_bandwidth};
     out.emplace_back(group, static_cast<double>(replayed.sent[i].second) * link.per_unit +
                                 static_cast<double>(replayed.calls[i].second) * link.per_call);
   }

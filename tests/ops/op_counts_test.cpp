@@ -90,6 +90,19 @@ TEST(OpCounts, UnderTheSectionTheCodeNames) {
   EXPECT_DOUBLE_EQ(counts.total().flops, 5 * one);
 }
 
+// Counts cleared while bound, inside a section they have counted into, count afresh (the thread
+// keeps the bound counts' section map between kernels: clearing drops it).
+TEST(OpCounts, ClearedWhileBoundCountAfresh) {
+  OpCounts counts;
+  const OpCountScope counting(&counts);
+  const OpCountSection forward("0F0");
+  matmul_5x3x7(Device::meta());
+  counts.clear();
+  matmul_5x3x7(Device::meta());
+  EXPECT_EQ(counts.section_total("0F0").calls, 1);
+  EXPECT_EQ(counts.by_op().at("matmul").calls, 1);
+}
+
 TEST(OpCounts, OnlyWhileTheThreadCountsAndIntoTheInnermostScope) {
   OpCounts outer, inner;
   matmul_5x3x7(Device::meta());  // nobody counts

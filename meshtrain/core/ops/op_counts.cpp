@@ -7,6 +7,10 @@ namespace meshtrain::ops {
 namespace {
 thread_local OpCounts* bound_counts = nullptr;
 thread_local const std::string* current_section = nullptr;
+// The bound counts' map for the current section, once a kernel has counted into it: a run of
+// kernels in one section looks the section up once (a replay counts a few hundred thousand).
+// Reset whenever the binding or the section changes, and when the bound counts are cleared.
+thread_local OpCounts::ByOp* bound_section_ops = nullptr;
 
 OpWork sum(const OpCounts::ByOp& by_op) {
   OpWork total;
@@ -22,13 +26,26 @@ OpWork& OpWork::operator+=(const OpWork& other) {
   return *this;
 }
 
-void OpCounts::add(std::string_view op, double flops, double bytes) {
+OpCounts::ByOp& OpCounts::current_section_ops() {
+  const bool bound = this == bound_counts;
+  if (bound && bound_section_ops) return *bound_section_ops;
   const std::string_view section = current_section ? *current_section : std::string_view();
   auto in = sections_.find(section);
   if (in == sections_.end()) in = sections_.emplace(std::string(section), ByOp{}).first;
-  auto it = in->second.find(op);
-  if (it == in->second.end()) it = in->second.emplace(std::string(op), OpWork{}).first;
+  if (bound) bound_section_ops = &in->second;  // map nodes stay put as others are added
+  return in->second;
+}
+
+void OpCounts::add(std::string_view op, double flops, double bytes) {
+  ByOp& by_op = current_section_ops();
+  auto it = by_op.find(op);
+  if (it == by_op.end()) it = by_op.emplace(std::string(op), OpWork{}).first;
   it->second += OpWork{.calls = 1, .flops = flops, .bytes = bytes};
+}
+
+void OpCounts::clear() {
+  if (this == bound_counts) bound_section_ops = nullptr;
+  sections_.clear();
 }
 
 OpCounts::ByOp OpCounts::by_op() const {
@@ -51,13 +68,23 @@ OpWork OpCounts::total() const {
 
 OpCounts* current_op_counts() { return bound_counts; }
 
-OpCountScope::OpCountScope(OpCounts* counts) : previous_(bound_counts) { bound_counts = counts; }
-OpCountScope::~OpCountScope() { bound_counts = previous_; }
+OpCountScope::OpCountScope(OpCounts* counts) : previous_(bound_counts) {
+  bound_counts = counts;
+  bound_section_ops = nullptr;
+}
+OpCountScope::~OpCountScope() {
+  bound_counts = previous_;
+  bound_section_ops = nullptr;
+}
 
 OpCountSection::OpCountSection(std::string name)
     : name_(std::move(name)), previous_(current_section) {
   current_section = &name_;
+  bound_section_ops = nullptr;
 }
-OpCountSection::~OpCountSection() { current_section = previous_; }
+OpCountSection::~OpCountSection() {
+  current_section = previous_;
+  bound_section_ops = nullptr;
+}
 
 }  // namespace meshtrain::ops

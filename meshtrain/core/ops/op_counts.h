@@ -5,8 +5,9 @@
 // forward, backward and AdamW count the same (the trainer's gradient norm and clipping add a few
 // kernels without products). Counting off costs a thread-local load and a branch per kernel.
 //
-// An OpCounts is not synchronised: bind it to one thread at a time (one per rank). The section
-// is the thread's own (OpCountSection), whatever counts are bound.
+// An OpCounts is not synchronised: bind it to one thread at a time (one per rank), and neither
+// move nor assign it while bound. The section is the thread's own (OpCountSection), whatever
+// counts are bound.
 //
 // FLOPs are the kernels' multiply-adds (2 each) in their matrix products, as the CPU kernels
 // compute them: matmul 2MNK, a linear layer 2 N in out forward and as much for each gradient it
@@ -46,9 +47,11 @@ class OpCounts {
   // One section's (nothing if it counted none).
   OpWork section_total(std::string_view section) const;
   OpWork total() const;
-  void clear() { sections_.clear(); }
+  void clear();
 
  private:
+  ByOp& current_section_ops();
+
   std::map<std::string, ByOp, std::less<>> sections_;
 };
 
