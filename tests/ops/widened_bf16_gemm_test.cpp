@@ -31,42 +31,44 @@ using Params = std::tuple<bool, bool, DType>;  // trans_a, trans_b, the output's
 
 class WidenedBf16Gemm : public ::testing::TestWithParam<Params> {};
 
+// 33 rows, and 549: c is computed in blocks of 256 rows.
 TEST_P(WidenedBf16Gemm, IsTheProductOfTheBf16InputsRoundedOnce) {
   const auto [ta, tb, c_dtype] = GetParam();
-  const int64_t m = 33, n = 45, k = 29, ldc = n + 2;
-  const Operand a = ta ? Operand(k, m, 3, 1) : Operand(m, k, 3, 1);
+  const int64_t n = 45, k = 29, ldc = n + 2;
   const Operand b = tb ? Operand(n, k, 5, 2) : Operand(k, n, 5, 2);
   const Operand bias(1, n, 0, 3);
-  for (const bool with_bias : {false, true}) {
-    // A bias goes with alpha 1, as the linear layer passes it.
-    const float alpha = with_bias ? 1.0f : 0.5f, beta = 2.0f;
-    const Operand before(m, n, ldc - n, 4);
-    std::vector<float> c32(static_cast<size_t>(m * ldc));
-    std::vector<BF16> c16 = before.data;
-    for (size_t i = 0; i < c32.size(); ++i) c32[i] = to_f32(before.data[i]);
-    void* c = c_dtype == DType::f32 ? static_cast<void*>(c32.data()) : c16.data();
-    ops::cpu::widened_bf16_gemm(ta, tb, m, n, k, alpha, a.data.data(), a.ld, b.data.data(), b.ld,
-                                beta, c, c_dtype, ldc, with_bias ? bias.data.data() : nullptr);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double product = 0;
-        for (int64_t p = 0; p < k; ++p) product += (ta ? a.at(p, i) : a.at(i, p)) *
-                                                   (tb ? b.at(j, p) : b.at(p, j));
-        const double expected = alpha * product + (with_bias ? bias.at(0, j) : 0.0) +
-                                beta * before.at(i, j);
-        const double got = c_dtype == DType::f32 ? c32[i * ldc + j] : to_f32(c16[i * ldc + j]);
-        // f32 accumulation over k = 29 terms; a bf16 output adds its one rounding.
-        const double tolerance =
-            (c_dtype == DType::f32 ? 1e-5 : std::abs(expected) * 0x1p-8 + 1e-4);
-        ASSERT_NEAR(got, expected, tolerance)
-            << "element (" << i << ", " << j << ")" << (with_bias ? " with a bias" : "");
-      }
-    // The padding between rows stays as it was.
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = n; j < ldc; ++j)
-        ASSERT_EQ(c_dtype == DType::f32 ? c32[i * ldc + j] : to_f32(c16[i * ldc + j]),
-                  before.at(i, j));
-  }
+  for (const int64_t m : {33, 549})
+    for (const bool with_bias : {false, true}) {
+      const Operand a = ta ? Operand(k, m, 3, 1) : Operand(m, k, 3, 1);
+      // A bias goes with alpha 1, as the linear layer passes it.
+      const float alpha = with_bias ? 1.0f : 0.5f, beta = 2.0f;
+      const Operand before(m, n, ldc - n, 4);
+      std::vector<float> c32(static_cast<size_t>(m * ldc));
+      std::vector<BF16> c16 = before.data;
+      for (size_t i = 0; i < c32.size(); ++i) c32[i] = to_f32(before.data[i]);
+      void* c = c_dtype == DType::f32 ? static_cast<void*>(c32.data()) : c16.data();
+      ops::cpu::widened_bf16_gemm(ta, tb, m, n, k, alpha, a.data.data(), a.ld, b.data.data(), b.ld,
+                                  beta, c, c_dtype, ldc, with_bias ? bias.data.data() : nullptr);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double product = 0;
+          for (int64_t p = 0; p < k; ++p)
+            product += (ta ? a.at(p, i) : a.at(i, p)) * (tb ? b.at(j, p) : b.at(p, j));
+          const double expected =
+              alpha * product + (with_bias ? bias.at(0, j) : 0.0) + beta * before.at(i, j);
+          const double got = c_dtype == DType::f32 ? c32[i * ldc + j] : to_f32(c16[i * ldc + j]);
+          // f32 accumulation over k = 29 terms; a bf16 output adds its one rounding.
+          const double tolerance =
+              (c_dtype == DType::f32 ? 1e-5 : std::abs(expected) * 0x1p-8 + 1e-4);
+          ASSERT_NEAR(got, expected, tolerance) << "element (" << i << ", " << j << ") of " << m
+                                                << " rows" << (with_bias ? " with a bias" : "");
+        }
+      // The padding between rows stays as it was.
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = n; j < ldc; ++j)
+          ASSERT_EQ(c_dtype == DType::f32 ? c32[i * ldc + j] : to_f32(c16[i * ldc + j]),
+                    before.at(i, j));
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, WidenedBf16Gemm,

@@ -5,6 +5,7 @@
 // to f32 and multiplied by OpenBLAS: the same f32 accumulation, at f32's speed.
 #include <omp.h>
 
+#include <algorithm>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
@@ -150,28 +151,38 @@ void widened_bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t
                        const BF16* a, int64_t lda, const BF16* b, int64_t ldb, float beta, void* c,
                        DType c_dtype, int64_t ldc, const BF16* bias) {
   if (m == 0 || n == 0) return;
-  // Grown, never shrunk: a step's GEMMs reuse them without faulting fresh pages in.
+  // c in blocks of rows, so that the f32 copies of a's rows and of c stay a block's size however
+  // large the product (a head's logits are tokens x vocabulary); b, a weight, is widened whole,
+  // once. Kept per thread and grown, never shrunk: a step's GEMMs reuse them without faulting
+  // fresh pages in.
+  constexpr int64_t kRows = 256;
   thread_local std::vector<float> a32, b32, c32;
-  widen(a, trans_a ? k : m, trans_a ? m : k, lda, a32);
   widen(b, trans_b ? n : k, trans_b ? k : n, ldb, b32);
-  c32.resize(static_cast<size_t>(m * n));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      float& out = c32[i * n + j];
-      out = bias ? to_f32(bias[j]) : 0.0f;
-      if (beta != 0.0f)
-        out += beta * (c_dtype == DType::f32 ? static_cast<const float*>(c)[i * ldc + j]
-                                             : to_f32(static_cast<const BF16*>(c)[i * ldc + j]));
-    }
-  sgemm(trans_a, trans_b, m, n, k, alpha, a32.data(), trans_a ? m : k, b32.data(), trans_b ? k : n,
-        1.0f, c32.data(), n);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      if (c_dtype == DType::f32)
-        static_cast<float*>(c)[i * ldc + j] = c32[i * n + j];
-      else
-        static_cast<BF16*>(c)[i * ldc + j] = to_bf16(c32[i * n + j]);
-    }
+  for (int64_t i0 = 0; i0 < m; i0 += kRows) {
+    const int64_t rows = std::min(kRows, m - i0);
+    // a's rows [i0, i0 + rows): a [rows, k] block, or, stored transposed, columns of [k, m].
+    widen(trans_a ? a + i0 : a + i0 * lda, trans_a ? k : rows, trans_a ? rows : k, lda, a32);
+    c32.resize(static_cast<size_t>(rows * n));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t at = (i0 + i) * ldc + j;
+        float& out = c32[i * n + j];
+        out = bias ? to_f32(bias[j]) : 0.0f;
+        if (beta != 0.0f)
+          out += beta * (c_dtype == DType::f32 ? static_cast<const float*>(c)[at]
+                                               : to_f32(static_cast<const BF16*>(c)[at]));
+      }
+    sgemm(trans_a, trans_b, rows, n, k, alpha, a32.data(), trans_a ? rows : k, b32.data(),
+          trans_b ? k : n, 1.0f, c32.data(), n);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t at = (i0 + i) * ldc + j;
+        if (c_dtype == DType::f32)
+          static_cast<float*>(c)[at] = c32[i * n + j];
+        else
+          static_cast<BF16*>(c)[at] = to_bf16(c32[i * n + j]);
+      }
+  }
 }
 
 }  // namespace meshtrain::ops::cpu
