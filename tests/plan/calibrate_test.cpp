@@ -62,12 +62,11 @@ TEST(MeasureKernels, TimesTheKernelsTheReplayCounts) {
     EXPECT_GT(sample.seconds, 0.0) << op;
     calls += sample.calls;
   }
-  // The host's share: every kernel call of the two steps, and the time between the kernels, at
-  // least 0: on a loaded machine the untraced steps can take no longer than the traced kernels
-  // (5 runs in 40 beside two busy loops on 2 cores), which the calibration counts as none.
+  // The host's share: every kernel call of the two steps (its seconds, the untraced steps' time
+  // less the kernels', clamped at 0, are not checked: a loaded machine measures 0, as 5 runs in
+  // 40 did beside two busy loops on 2 cores).
   EXPECT_EQ(measured.host.calls, calls);
   EXPECT_EQ(measured.host.work, 0.0);
-  EXPECT_GE(measured.host.seconds, 0.0);
 }
 
 // Four one-thread ranks: where they outnumber the cores, the calibration runs a real step of
