@@ -43,7 +43,7 @@ thread() {
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan_suppressions.txt" \
     ctest --test-dir build-tsan \
     --output-on-failure -j"$jobs" \
-    -R "^(ThreadTeam\.|SpawnRanks\.|LocalBackend\.|LastRankMoves\.|ProgressThread\.|AsyncWorkRunOnWait\.|Local(P2P)?(Failure|Abort)|LocalWorldAbort|$tsan_layouts)"
+    -R "^(ThreadTeam\.|SpawnRanks\.|LocalBackend\.|Sizes/LocalBackendInPlace\.|LastRankMoves\.|ProgressThread\.|AsyncWorkRunOnWait\.|Local(P2P)?(Failure|Abort)|LocalWorldAbort|$tsan_layouts)"
 }
 
 address() {

@@ -5,6 +5,7 @@
 
 #include "meshtrain/core/comm/gather_values.h"
 #include "meshtrain/core/comm/local/local_world.h"
+#include "meshtrain/core/comm/local/op_signature.h"
 #include "meshtrain/core/comm/local/spawn_ranks.h"
 #include "meshtrain/core/error.h"
 #include "tests/comm/collective_checks.h"
@@ -112,14 +113,29 @@ TEST(LocalBackend, EachRankCommunicatorOnlyOnce) {
   EXPECT_THROW(LocalWorld(0), InvalidArgument);
 }
 
+// The in-place and staged cases below at two sizes: n elements a rank whose ops the last rank to
+// arrive moves for all, and n whose ops each rank moves its own share of (op_signature.h).
+class LocalBackendInPlace : public ::testing::TestWithParam<int64_t> {
+ protected:
+  int64_t n() const { return GetParam(); }
+  // Whether the last rank moves a host op of `bytes` a rank over 4 ranks: as the size intends.
+  void expect_path(CommOp op, int64_t bytes, DType dtype) const {
+    const bool small = n() <= 1000;
+    EXPECT_EQ(local::last_rank_moves({op, static_cast<size_t>(bytes), dtype}, 4), small)
+        << comm_op_name(op) << " of " << bytes << " bytes";
+  }
+};
+
 // The FSDP layouts: all-gather into a buffer whose own chunk is the input, reduce-scatter into
 // the own chunk of the input. Both need no staging.
-TEST(LocalBackend, InPlaceGatherAndScatterNeedNoStaging) {
+TEST_P(LocalBackendInPlace, GatherAndScatterNeedNoStaging) {
+  const int64_t n = this->n();
+  expect_path(CommOp::all_gather, n * 2, DType::bf16);
+  expect_path(CommOp::reduce_scatter, 4 * n * 4, DType::f32);
   spawn_ranks(
       4,
-      [](RankContext& ctx) {
+      [n](RankContext& ctx) {
         const int w = ctx.world_size, r = ctx.rank;
-        const int64_t n = 1000;
         Tensor full = filled(w * n, DType::bf16, [&](int64_t i) {
           return i / n == r ? contribution(r, w, i % n) : -1.0f;
         });
@@ -140,12 +156,14 @@ TEST(LocalBackend, InPlaceGatherAndScatterNeedNoStaging) {
 
 // Overlaps that would race (all_to_all in place, all-gather input at the wrong chunk) are staged
 // by the progress thread, and the staging is charged to the rank's tracker as comm memory.
-TEST(LocalBackend, OverlappingBuffersAreStagedAndCharged) {
+TEST_P(LocalBackendInPlace, OverlappingBuffersAreStagedAndCharged) {
+  const int64_t n = this->n();
+  expect_path(CommOp::all_to_all, 4 * n * 4, DType::f32);
+  expect_path(CommOp::all_gather, n * 4, DType::f32);
   spawn_ranks(
       4,
-      [](RankContext& ctx) {
+      [n](RankContext& ctx) {
         const int w = ctx.world_size, r = ctx.rank;
-        const int64_t n = 256;
         Tensor buf = filled(w * n, DType::f32, [&](int64_t i) { return contribution(r, w, i); });
         ctx.world.all_to_all(buf, buf)->wait();
         expect_values(
@@ -164,6 +182,8 @@ TEST(LocalBackend, OverlappingBuffersAreStagedAndCharged) {
       },
       kOptions);
 }
+
+INSTANTIATE_TEST_SUITE_P(Sizes, LocalBackendInPlace, ::testing::Values<int64_t>(256, 1000, 20000));
 
 }  // namespace
 }  // namespace meshtrain
