@@ -194,6 +194,15 @@ int MeshLayout::group_rank(int rank, const std::vector<std::string>& axes) const
   return position;
 }
 
+std::pair<int, int> MeshLayout::group_bounds(int rank, const std::vector<std::string>& axes) const {
+  std::vector<int> lowest = coordinates(rank), highest = lowest;
+  for (int i : axis_indices(axes)) {
+    lowest[i] = 0;
+    highest[i] = axes_[i].size - 1;
+  }
+  return {rank_of(lowest), rank_of(highest)};
+}
+
 MeshLayout MeshLayout::sub_layout(const std::vector<std::string>& axes) const {
   std::vector<MeshAxis> sub;
   for (int i : axis_indices(axes)) sub.push_back(axes_[i]);

@@ -11,6 +11,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace meshtrain {
@@ -60,6 +61,10 @@ class MeshLayout {
   std::vector<int> group_of(int rank, const std::vector<std::string>& axes) const;
   // Position of rank inside group_of(rank, axes): its row-major coordinate in those axes.
   int group_rank(int rank, const std::vector<std::string>& axes) const;
+  // The lowest and highest ranks of group_of(rank, axes), without listing the group (a planner
+  // asks for groups of thousands, for thousands of ranks): ranks grow with every coordinate, so
+  // they are the members with the given axes' coordinates all 0 and all at their largest.
+  std::pair<int, int> group_bounds(int rank, const std::vector<std::string>& axes) const;
 
   // The layout of the given axes alone (a sub-mesh's shape).
   MeshLayout sub_layout(const std::vector<std::string>& axes) const;

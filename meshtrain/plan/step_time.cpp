@@ -45,10 +45,8 @@ KernelFit intra_node_link(const MachineProfile& machine, int group_size) {
   return it == machine.collectives.begin() ? it->second : std::prev(it)->second;
 }
 
-// The size of `rank`'s group on the mesh axes `span`, and whether its members share a node.
-// Ranks grow with every coordinate and a node holds consecutive ranks, so the group lies in one
-// node when its lowest member (the span's coordinates at 0) and its highest (at their largest)
-// do: no need to list a group of thousands for each of thousands of ranks.
+// The size of `rank`'s group on the mesh axes `span`, and whether its members share a node: a
+// node holds consecutive ranks, so the group's lowest and highest ranks tell.
 struct GroupPlacement {
   int size = 1;
   bool within_node = true;
@@ -56,15 +54,9 @@ struct GroupPlacement {
 GroupPlacement placement(const MeshLayout& mesh, int rank, const std::vector<std::string>& span,
                          int devices_per_node) {
   GroupPlacement out;
-  std::vector<int> lowest = mesh.coordinates(rank), highest = lowest;
-  for (const std::string& axis : span) {
-    const int i = mesh.axis_index(axis), size = mesh.axis_size(axis);
-    lowest[i] = 0;
-    highest[i] = size - 1;
-    out.size *= size;
-  }
-  out.within_node =
-      mesh.rank_of(lowest) / devices_per_node == mesh.rank_of(highest) / devices_per_node;
+  for (const std::string& axis : span) out.size *= mesh.axis_size(axis);
+  const auto [lowest, highest] = mesh.group_bounds(rank, span);
+  out.within_node = lowest / devices_per_node == highest / devices_per_node;
   return out;
 }
 

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "meshtrain/core/error.h"
 #include "tests/support/error_message.h"
 
@@ -49,6 +51,25 @@ TEST(MeshLayout, GroupsPartitionTheRanks) {
   }
   EXPECT_EQ(mesh.groups({}).size(), 12u);
   EXPECT_EQ(mesh.groups({"dp_replicate"})[5], std::vector<int>{5});
+}
+
+// Against the listed group, for every rank and every set of axes in mesh order: groups over two
+// axes, groups over axes that are not neighbours, groups that do not hold rank 0.
+TEST(MeshLayout, GroupBoundsAreTheListedGroupsEnds) {
+  const MeshLayout mesh({{"pp", 3}, {"dp_replicate", 2}, {"dp_shard", 2}, {"tp", 2}});
+  const std::vector<std::string> names = mesh.axis_names();
+  for (int subset = 0; subset < (1 << names.size()); ++subset) {
+    std::vector<std::string> axes;
+    for (size_t i = 0; i < names.size(); ++i)
+      if (subset & (1 << i)) axes.push_back(names[i]);
+    for (int r = 0; r < mesh.size(); ++r) {
+      const std::vector<int> group = mesh.group_of(r, axes);
+      const auto [lowest, highest] = std::minmax_element(group.begin(), group.end());
+      EXPECT_EQ(mesh.group_bounds(r, axes), std::make_pair(*lowest, *highest))
+          << "rank " << r << " axes " << ::testing::PrintToString(axes);
+    }
+  }
+  EXPECT_EQ(mesh.group_bounds(13, mesh.span("dp")), std::make_pair(9, 15));
 }
 
 TEST(MeshLayout, SubLayoutAndQueries) {
