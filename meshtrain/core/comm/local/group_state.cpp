@@ -1,8 +1,10 @@
 #include "meshtrain/core/comm/local/group_state.h"
 
+#include <exception>
+
+#include "meshtrain/core/awake_wait.h"
 #include "meshtrain/core/comm/local/peer_failure.h"
 #include "meshtrain/core/comm/local/world_state.h"
-#include "meshtrain/core/awake_wait.h"
 #include "meshtrain/core/error.h"
 
 namespace meshtrain::local {
@@ -125,24 +127,40 @@ void GroupState::arrive_last_moves(const WaitContext& ctx, const OpSignature& si
   const std::shared_ptr<Slot> slot = post_locked(ctx, signature, std::move(post));
   slot->reached[ctx.rank] = 1;
   if (++slot->phase_done[0] < size()) {
-    wait_locked(
-        lock, ctx, [&] { return slot->phase_done[1] == size(); },
-        [&] {
-          if (slot->phase_done[0] < size()) return absent_locked(*slot);
-          return std::string("the last rank to arrive did not finish moving the data");
-        });
+    try {
+      wait_locked(
+          lock, ctx, [&] { return slot->phase_done[1] == size(); },
+          [&] {
+            if (slot->phase_done[0] < size()) return absent_locked(*slot);
+            return std::string("the last rank to arrive did not finish moving the data");
+          });
+    } catch (...) {
+      // The last rank may still be writing my outputs: my caller must not see them change after
+      // my op has failed. The move is a bounded local copy, so this wait needs no deadline.
+      cv_.wait(lock, [&] { return !slot->moving; });
+      throw;
+    }
     slot->posts[ctx.rank] = Post{};  // nobody reads my buffers now
     return;
   }
   // Every rank has posted, and none reads or writes its buffers until released: move unlocked.
+  slot->moving = true;
   lock.unlock();
-  move_all(*slot);
+  std::exception_ptr error;
+  try {
+    move_all(*slot);
+  } catch (...) {
+    error = std::current_exception();
+  }
   lock.lock();
+  // However the move ended: wakes the waiters that failed meanwhile, and those released below.
+  slot->moving = false;
+  cv_.notify_all();
+  if (error) std::rethrow_exception(error);
   throw_if_failed_locked(ctx);
   slot->posts[ctx.rank] = Post{};
   slot->phase_done[1] = size();
   slots_.erase(ctx.seq);
-  cv_.notify_all();
 }
 
 void GroupState::sync(const WaitContext& ctx, Slot& slot) {

@@ -51,6 +51,7 @@ struct Slot {
   std::vector<Post> posts;      // by rank
   std::vector<int> reached;     // by rank: phases passed
   std::vector<int> phase_done;  // by phase: ranks that passed it
+  bool moving = false;          // last_rank_moves: the last rank is writing the outputs, unlocked
 };
 
 class GroupState {
@@ -70,7 +71,8 @@ class GroupState {
   // For an op whose last rank moves every rank's data (last_rank_moves): posts this
   // rank's buffers in slot ctx.seq; the last rank to post runs move_all and releases the slot,
   // the others wait until it has. A failure of move_all leaves the slot for the caller to fail
-  // the group with, which wakes the others.
+  // the group with, which wakes the others. A rank whose wait fails still waits for a move under
+  // way to end before it throws, so that nothing writes its buffers once its op has failed.
   void arrive_last_moves(const WaitContext& ctx, const OpSignature& signature, Post post,
                          const std::function<void(const Slot&)>& move_all);
 
