@@ -116,6 +116,33 @@ std::vector<double> shared_core_bounds(const MeshLayout& mesh, const std::vector
   return bounds;
 }
 
+// How fast a pipeline's rank computes while its node's cores are shared: each pp rank stands for
+// the ranks of its pp coordinate (the pipelines of the other data and tp coordinates run the same
+// schedule alongside), and the threads of those computing on a node share its cores, at the share
+// they put to use once they outnumber them (MachineProfile::shared_core_efficiency).
+ComputeSpeed shared_core_speed(const MeshLayout& mesh, const std::vector<int>& pipeline,
+                               const MachineProfile& machine) {
+  // ranks[p][s]: the ranks of pp coordinate s on the node of pipeline rank p. pp is the outermost
+  // axis, so those of coordinate s are the s-th block of mesh.size() / stages consecutive ranks.
+  const int stages = static_cast<int>(pipeline.size());
+  const int per_stage = mesh.size() / stages;
+  std::vector<std::vector<int>> ranks(stages, std::vector<int>(stages, 0));
+  for (int p = 0; p < stages; ++p) {
+    const int first = pipeline[p] / machine.devices_per_node * machine.devices_per_node;
+    const int last = std::min(mesh.size(), first + machine.devices_per_node);
+    for (int s = 0; s < stages; ++s)
+      ranks[p][s] =
+          std::max(0, std::min(last, (s + 1) * per_stage) - std::max(first, s * per_stage));
+  }
+  return [ranks = std::move(ranks), &machine](const std::vector<bool>& computing, int p) {
+    double threads = 0;
+    for (size_t s = 0; s < computing.size(); ++s)
+      if (computing[s]) threads += ranks[p][s] * machine.threads_per_rank;
+    return threads <= machine.cores ? 1.0
+                                    : machine.cores * machine.shared_core_efficiency / threads;
+  };
+}
+
 // One rank's terms before the pipeline: its kernels, and its communication split into what
 // stretches its computations (tp, pp) and what compute may hide (the data axes).
 struct RankTerms {
@@ -183,20 +210,27 @@ StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& w
       stretch.push_back(terms[r].kernels.scheduled > 0
                             ? 1 + terms[r].serial_comm / terms[r].kernels.scheduled
                             : 1);
-    const Simulation sim = simulate(schedule, [&](const Action& a) {
+    const ActionCost cost = [&](const Action& a) {
       const int pp_rank = schedule.rank_of(a.stage);
       const ops::OpCounts& kernels = replayed[pipeline[pp_rank]].kernels;
       const auto section = kernels.by_section().find(to_string(a));
       MT_CHECK(section != kernels.by_section().end(), "the replay of pp rank ", pp_rank,
                " ran no kernels for ", to_string(a));
       return kernel_seconds(section->second, dtype, machine) * stretch[pp_rank];
-    });
+    };
+    const Simulation sim =
+        machine.cores > 0 ? simulate(schedule, cost, shared_core_speed(mesh, pipeline, machine))
+                          : simulate(schedule, cost);
     for (size_t r = 0; r < terms.size(); ++r) {
       const int pp_rank = mesh.span_coordinate(static_cast<int>(r), mesh_axis::pp);
       double data = 0;
       for (const auto& [group, seconds] : terms[r].time.exposed_comm)
         if (is_data_axis(group)) data += seconds;
       terms[r].time.bubble = sim.idle[pp_rank];
+      // What sharing the cores added to its computations' time: a wait for the cores.
+      const int simulated = pipeline[pp_rank];  // the rank whose computations the schedule ran
+      terms[r].time.cores_wait =
+          std::max(0.0, sim.busy[pp_rank] - terms[simulated].kernels.scheduled * stretch[pp_rank]);
       own[r] = sim.makespan + (terms[r].kernels.kernels - terms[r].kernels.scheduled) + data;
     }
   }
@@ -209,8 +243,9 @@ StepTimePrediction predict_step_time(const PlanLayout& layout, const Workload& w
   StepTimePrediction out;
   for (size_t r = 0; r < terms.size(); ++r) {
     const int node = static_cast<int>(r) / machine.devices_per_node;
-    if (!bounds.empty()) terms[r].time.cores_wait = std::max(0.0, bounds[node] - own[r]);
-    const double step = own[r] + terms[r].time.cores_wait;
+    const double wait = bounds.empty() ? 0.0 : std::max(0.0, bounds[node] - own[r]);
+    terms[r].time.cores_wait += wait;
+    const double step = own[r] + wait;
     if (r == 0 || step > out.step) {
       out.step = step;
       out.slowest = static_cast<int>(r);

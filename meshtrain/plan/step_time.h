@@ -22,15 +22,19 @@
 //             kernels (the replay counts each as a section "1F3") stretched by the rank's
 //             exposed tp and pp share, for the pipeline of rank 0's data and tp coordinates
 //             (the largest shards). The bubble of a rank is the makespan less its busy time.
+//             Where the node's ranks share CPU cores, the schedule runs with them shared as it
+//             goes (see "cores"): while a stage computes alone its ranks have the cores to
+//             themselves, while several compute they divide them.
 //   step      without a pipeline: kernels + exposed comm; with one: the makespan + the kernels
 //             outside the schedule (AdamW) + the exposed data-axis comm. The slowest rank's step
 //             is every rank's (they meet in the step's collectives).
 //   cores     where a node's ranks share its CPU cores (MachineProfile::cores > 0), no step of
 //             theirs is shorter than their kernels' thread-seconds over the cores they put to
 //             use (MachineProfile::shared_core_efficiency) plus the most exposed communication
-//             one of them has; a rank waits for the cores the difference.
-//             Symmetric ranks stretch their kernels by threads over cores; a pipeline's idle
-//             ranks lend theirs to the busy ones (a processor shared fairly).
+//             one of them has; a rank waits for the cores the difference. A pipeline's ranks
+//             share the cores as its schedule runs: the threads computing at each moment divide
+//             them (at the share they put to use once they outnumber them), so idle ranks lend
+//             theirs to the busy ones, and a rank's computations stretched so wait for the cores.
 //
 // Assumptions: a preset's kernels reach its rates at every shape (a calibrated profile fits each
 // op over a few shapes instead, in f32: calibrate.h); collectives reach the link's bandwidth at

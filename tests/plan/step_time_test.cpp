@@ -214,10 +214,11 @@ TEST(StepTime, APipelinesBubbleIsTheSchedulesClosedForm) {
 }
 
 // A pipeline's idle ranks lend their cores to the busy ones: four one-thread ranks of pp=2 x
-// dp=2 on two cores, one micro-batch of F = B = 1 s: each rank's own step (F0 F1 B1 B0: 4 s)
-// already holds the cores' 8 thread-seconds over 2 cores, where stretching every kernel by
-// ranks over cores would give 8 s. With 4 micro-batches under 1F1B the cores bound it instead:
-// 4 ranks x 8 s of kernels over 2 cores = 16 s, against a pipeline of (4 + 1) x 2 = 10 s.
+// dp=2 on two cores, one micro-batch of F = B = 1 s: the stages never compute at once, so each
+// has the cores to itself and the step is the schedule's 4 s, where stretching every kernel by
+// ranks over cores would give 8 s. With 4 micro-batches under 1F1B the stages share the cores
+// as they overlap, and the cores never idle: 4 ranks x 8 s of kernels over 2 cores = 16 s,
+// against a pipeline of (4 + 1) x 2 = 10 s on cores of their own.
 TEST(StepTime, APipelinesIdleRanksLendTheirCores) {
   MachineProfile shared = round_machine();
   shared.cores = 2;
@@ -231,9 +232,9 @@ TEST(StepTime, APipelinesIdleRanksLendTheirCores) {
     const StepTimePrediction p =
         predict_step_time(layout, {.batch = m, .seq = 1, .micro_batches = m}, each(ranks), shared);
     const double own = (m + 1) * 2.0, cores = 4 * (2.0 * m) / 2;
-    EXPECT_DOUBLE_EQ(p.step, std::max(own, cores)) << m << " micro-batches";
-    EXPECT_DOUBLE_EQ(p.ranks[0].cores_wait, std::max(0.0, cores - own));
-    EXPECT_DOUBLE_EQ(p.ranks[0].compute + p.ranks[0].bubble + p.ranks[0].cores_wait, p.step);
+    EXPECT_NEAR(p.step, std::max(own, cores), 1e-9) << m << " micro-batches";
+    EXPECT_NEAR(p.ranks[0].compute + p.ranks[0].bubble + p.ranks[0].cores_wait, p.step, 1e-9);
+    if (m == 1) EXPECT_EQ(p.ranks[0].cores_wait, 0);
   }
 }
 

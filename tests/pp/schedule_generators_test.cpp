@@ -184,6 +184,48 @@ TEST(ScheduleGenerators, SimulateWithACostPerComputation) {
       "the cost of 0F0 must be finite and non-negative, got -1");
 }
 
+// A processor shared as the schedule runs. At full speed throughout it is the plain replay, action
+// for action. With one core shared fairly among whoever computes (speed 1/k), the core never
+// idles while a rank has work it can do, and some rank always can until the end: the makespan is
+// the total work, each rank computing for at least its own.
+TEST(ScheduleGenerators, SimulateWithASharedProcessor) {
+  const auto cost = [](const Action& a) {
+    const double stage = 1.0 + 0.5 * a.stage;
+    return a.kind == ActionKind::forward ? stage : 2 * stage;
+  };
+  const ComputeSpeed full = [](const std::vector<bool>&, int) { return 1.0; };
+  const ComputeSpeed one_core = [](const std::vector<bool>& computing, int) {
+    return 1.0 / static_cast<double>(std::count(computing.begin(), computing.end(), true));
+  };
+  for (const ScheduleKind kind : kAllKinds)
+    for (const int p : {2, 3, 4}) {
+      const int v = kind == ScheduleKind::interleaved ? 2 : 1;
+      const Schedule schedule = make_schedule(kind, p, 2 * p, v);
+      const Simulation plain = simulate(schedule, cost);
+      const Simulation alike = simulate(schedule, cost, full);
+      EXPECT_DOUBLE_EQ(alike.makespan, plain.makespan) << label(kind, p, 2 * p, v);
+      for (int r = 0; r < p; ++r) {
+        ASSERT_EQ(alike.timeline[r].size(), plain.timeline[r].size());
+        for (size_t i = 0; i < plain.timeline[r].size(); ++i) {
+          EXPECT_EQ(alike.timeline[r][i].action, plain.timeline[r][i].action);
+          EXPECT_NEAR(alike.timeline[r][i].end, plain.timeline[r][i].end, 1e-9);
+        }
+        EXPECT_NEAR(alike.busy[r], plain.busy[r], 1e-9);
+      }
+      const Simulation shared = simulate(schedule, cost, one_core);
+      double work = 0;
+      for (const double busy : plain.busy) work += busy;
+      EXPECT_NEAR(shared.makespan, work, 1e-9) << label(kind, p, 2 * p, v);
+      for (int r = 0; r < p; ++r) EXPECT_GE(shared.busy[r], plain.busy[r] - 1e-9);
+    }
+  expect_error<InvalidArgument>(
+      [&] {
+        simulate(make_schedule(ScheduleKind::gpipe, 2, 1), cost,
+                 [](const std::vector<bool>&, int) { return 1.5; });
+      },
+      "a compute speed must lie in (0, 1], got 1.5 for rank 0");
+}
+
 // Zero Bubble's claim: deferring W cuts 1F1B's idle time (p-1)(F+I+W) to (p-1)(F+I-W), a third
 // with equal costs, on every rank, while every rank holds p micro-batches, as 1F1B's first does.
 TEST(ScheduleGenerators, ZeroBubbleH1IdlesAThirdOf1F1B) {

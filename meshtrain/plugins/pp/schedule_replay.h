@@ -20,5 +20,8 @@ struct Replay {
 
 // Each computation takes cost(action); sends and receives take no time.
 Replay replay(const Schedule& schedule, const ActionCost& cost);
+// The same, each computation advancing at speed(...) of the moment, event by event: `busy` is the
+// time spent computing. A deadlock ends it as above.
+Replay replay(const Schedule& schedule, const ActionCost& cost, const ComputeSpeed& speed);
 
 }  // namespace meshtrain

@@ -29,6 +29,30 @@ void check_costs(const Costs& c) {
            c.backward_weight);
 }
 
+ActionCost checked(const ActionCost& cost) {
+  return [&cost](const Action& a) {
+    const double c = cost(a);
+    MT_CHECK(std::isfinite(c) && c >= 0, "the cost of ", to_string(a),
+             " must be finite and non-negative, got ", c);
+    return c;
+  };
+}
+
+Simulation summarise(const Schedule& schedule, const Replay& run) {
+  Simulation sim;
+  sim.makespan = *std::max_element(run.finish.begin(), run.finish.end());
+  sim.busy = run.busy;
+  sim.timeline = run.timeline;
+  double idle = 0;
+  for (int r = 0; r < schedule.ranks; ++r) {
+    sim.idle.push_back(sim.makespan - run.busy[r]);
+    idle += sim.idle.back();
+    sim.peak_in_flight.push_back(peak_in_flight(schedule.per_rank[r]));
+  }
+  sim.bubble_fraction = sim.makespan > 0 ? idle / (schedule.ranks * sim.makespan) : 0.0;
+  return sim;
+}
+
 }  // namespace
 
 Simulation simulate(const Schedule& schedule, const Costs& costs) {
@@ -51,24 +75,12 @@ Simulation simulate(const Schedule& schedule, const Costs& costs) {
 
 Simulation simulate(const Schedule& schedule, const ActionCost& cost) {
   validate(schedule);
-  const Replay run = replay(schedule, [&](const Action& a) {
-    const double c = cost(a);
-    MT_CHECK(std::isfinite(c) && c >= 0, "the cost of ", to_string(a),
-             " must be finite and non-negative, got ", c);
-    return c;
-  });
-  Simulation sim;
-  sim.makespan = *std::max_element(run.finish.begin(), run.finish.end());
-  sim.busy = run.busy;
-  sim.timeline = run.timeline;
-  double idle = 0;
-  for (int r = 0; r < schedule.ranks; ++r) {
-    sim.idle.push_back(sim.makespan - run.busy[r]);
-    idle += sim.idle.back();
-    sim.peak_in_flight.push_back(peak_in_flight(schedule.per_rank[r]));
-  }
-  sim.bubble_fraction = sim.makespan > 0 ? idle / (schedule.ranks * sim.makespan) : 0.0;
-  return sim;
+  return summarise(schedule, replay(schedule, checked(cost)));
+}
+
+Simulation simulate(const Schedule& schedule, const ActionCost& cost, const ComputeSpeed& speed) {
+  validate(schedule);
+  return summarise(schedule, replay(schedule, checked(cost), speed));
 }
 
 }  // namespace meshtrain

@@ -21,6 +21,11 @@ struct Costs {
 // The time one computation takes (a send or receive takes none).
 using ActionCost = std::function<double(const Action&)>;
 
+// How fast `rank` computes while the ranks marked in `computing` compute (itself among them): its
+// share of what it runs on, in (0, 1]. Ranks sharing CPU cores slow each other down
+// (step_time.h).
+using ComputeSpeed = std::function<double(const std::vector<bool>& computing, int rank)>;
+
 // One action as the replay ran it: a computation from `start` to `end` (its cost later); a send
 // posted at `start` (= end); a receive done at `end`, when its send was posted and its rank free.
 struct TimedAction {
@@ -51,5 +56,9 @@ Simulation simulate(const Schedule& schedule, const Costs& costs = {});
 // With a time per computation (F, I, W or B) of its own: stages of unequal cost (the planner's,
 // from each stage's counted kernels). InvalidArgument for a cost that is negative or not finite.
 Simulation simulate(const Schedule& schedule, const ActionCost& cost);
+// Each computation advancing at the speed of the moment: cost(action) is its time alone, and a
+// processor shared as the schedule runs stretches it. `busy` is then the time spent computing.
+// InvalidArgument for a speed outside (0, 1].
+Simulation simulate(const Schedule& schedule, const ActionCost& cost, const ComputeSpeed& speed);
 
 }  // namespace meshtrain
