@@ -80,11 +80,18 @@ Gemm make_gemm(const GemmKey& key) {
   return g;
 }
 
-// Whether oneDNN runs bf16 matmuls on this CPU (AVX-512 and later), probed once.
+// Whether oneDNN runs bf16 matmuls on this CPU (AVX-512 and later), probed once in every form a
+// call takes (output dtype, bias, scale, accumulation into c, transposes): a CPU that runs some
+// of them only takes the widened path for all, rather than failing mid-run on one it lacks.
 bool onednn_runs_bf16() {
   static const bool runs = [] {
     try {
-      make_gemm(GemmKey{false, false, 1, 1, 1, 1, 1, 1, 1.0f, 0.0f, DType::f32, false});
+      for (const DType c_dtype : {DType::f32, DType::bf16})
+        for (const bool bias : {false, true})
+          for (const float alpha : {1.0f, 0.5f})
+            for (const float beta : {0.0f, 1.0f})
+              for (const bool trans : {false, true})
+                make_gemm(GemmKey{trans, trans, 1, 1, 1, 1, 1, 1, alpha, beta, c_dtype, bias});
       return true;
     } catch (const NotSupported&) {
       return false;
