@@ -59,7 +59,9 @@ struct RankStepTime {
   std::vector<std::pair<std::string, double>> exposed_comm;
   double bubble = 0;  // seconds idle in the pipeline's schedule (0 without one)
   // Seconds runnable while the node's other ranks hold its shared CPU cores (0 on a device of
-  // its own): the step of this rank is compute + exposed comm + bubble + cores_wait.
+  // its own): the step of this rank is compute + exposed comm + bubble + cores_wait (for a
+  // pipeline, exactly on the ranks whose schedule was simulated: rank 0's data and tp
+  // coordinates; others whose shards differ come within that difference).
   double cores_wait = 0;
 
   double total_exposed_comm() const;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <latch>
 #include <mutex>
 #include <random>
 #include <stdexcept>
@@ -137,9 +138,11 @@ std::vector<std::exception_ptr> meet(GroupState& group, std::chrono::millisecond
   const OpSignature signature = host(CommOp::all_reduce, kElements * 4);
   std::vector<std::exception_ptr> errors(kRanks);
   std::vector<std::thread> ranks;
+  std::latch started(kRanks);  // all arrive together, well within any deadline
   for (int r = 0; r < kRanks; ++r)
     ranks.emplace_back([&, r] {
       const local::WaitContext ctx{r, r, CommOp::all_reduce, 0, timeout};
+      started.arrive_and_wait();
       try {
         group.arrive_last_moves(ctx, signature, Post{buffers[r], buffers[r], nullptr},
                                 [&](const Slot& slot) { move(slot, r); });
@@ -190,8 +193,8 @@ TEST(LastRankMoves, AWaitThatFailsReturnsOnlyOnceTheMoveIsOver) {
           if (&post == &slot.posts.front() && i == 0) {
             if (failure == Failure::world_abort) world.abort(rank, "test abort");
             if (failure == Failure::group_failure) group->fail("test failure");
-            // The waiters arrived first: their deadlines pass within this.
-            if (failure == Failure::deadline) std::this_thread::sleep_for(2 * deadline);
+            // The waiters arrived first: their deadlines pass well within this.
+            if (failure == Failure::deadline) std::this_thread::sleep_for(6 * deadline);
           }
           std::this_thread::sleep_for(10ms);
         }

@@ -30,7 +30,7 @@ void check_costs(const Costs& c) {
 }
 
 ActionCost checked(const ActionCost& cost) {
-  return [&cost](const Action& a) {
+  return [cost](const Action& a) {
     const double c = cost(a);
     MT_CHECK(std::isfinite(c) && c >= 0, "the cost of ", to_string(a),
              " must be finite and non-negative, got ", c);

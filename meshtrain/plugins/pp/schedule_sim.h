@@ -26,8 +26,9 @@ using ActionCost = std::function<double(const Action&)>;
 // (step_time.h).
 using ComputeSpeed = std::function<double(const std::vector<bool>& computing, int rank)>;
 
-// One action as the replay ran it: a computation from `start` to `end` (its cost later); a send
-// posted at `start` (= end); a receive done at `end`, when its send was posted and its rank free.
+// One action as the replay ran it: a computation from `start` to `end` (its cost later, or longer
+// on a shared processor); a send posted at `start` (= end); a receive done at `end`, when its send
+// was posted and its rank free.
 struct TimedAction {
   Action action;
   double start = 0, end = 0;

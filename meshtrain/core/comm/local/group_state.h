@@ -1,7 +1,8 @@
 // The shared state of one group of the local backend: collective slots indexed by sequence number
 // and the point-to-point mailbox. All waits go through one condition variable per group, have a
-// deadline, and wake when the group fails or the world aborts; point-to-point never waits here
-// (see mailbox.h).
+// deadline (but a failed rank's wait for a move under way, a bounded local copy:
+// arrive_last_moves), and wake when the group fails or the world aborts; point-to-point never
+// waits here (see mailbox.h).
 #pragma once
 
 #include <array>

@@ -90,8 +90,8 @@ bool onednn_runs_bf16() {
         for (const bool bias : {false, true})
           for (const float alpha : {1.0f, 0.5f})
             for (const float beta : {0.0f, 1.0f})
-              for (const bool trans : {false, true})
-                make_gemm(GemmKey{trans, trans, 1, 1, 1, 1, 1, 1, alpha, beta, c_dtype, bias});
+              for (const bool trans : {false, true})  // 2 x 2 operands: strides that differ
+                make_gemm(GemmKey{trans, trans, 2, 2, 2, 2, 2, 2, alpha, beta, c_dtype, bias});
       return true;
     } catch (const NotSupported&) {
       return false;
