@@ -45,19 +45,11 @@ KernelFit intra_node_link(const MachineProfile& machine, int group_size) {
   return it == machine.collectives.begin() ? it->second : std::prev(it)->second;
 }
 
-// The size of `rank`'s group on the mesh axes `span`, and whether its members share a node: a
-// node holds consecutive ranks, so the group's lowest and highest ranks tell.
-struct GroupPlacement {
-  int size = 1;
-  bool within_node = true;
-};
-GroupPlacement placement(const MeshLayout& mesh, int rank, const std::vector<std::string>& span,
-                         int devices_per_node) {
-  GroupPlacement out;
-  for (const std::string& axis : span) out.size *= mesh.axis_size(axis);
-  const auto [lowest, highest] = mesh.group_bounds(rank, span);
-  out.within_node = lowest / devices_per_node == highest / devices_per_node;
-  return out;
+// Whether `rank`'s group on `group` (a mesh axis or dp) lies in one node: a node holds
+// consecutive ranks, so the group's lowest and highest ranks tell.
+bool within_node(const MeshLayout& mesh, int rank, std::string_view group, int devices_per_node) {
+  const auto [lowest, highest] = mesh.group_bounds(rank, mesh.span(group));
+  return lowest / devices_per_node == highest / devices_per_node;
 }
 
 // Seconds of `rank`'s traffic on each group, as it leaves over the group's link.
@@ -67,10 +59,10 @@ std::vector<std::pair<std::string, double>> comm_seconds(const MeshLayout& mesh,
   std::vector<std::pair<std::string, double>> out;
   for (size_t i = 0; i < replayed.sent.size(); ++i) {
     const std::string& group = replayed.sent[i].first;
-    const GroupPlacement where = placement(mesh, rank, mesh.span(group), machine.devices_per_node);
     const KernelFit link =
-        where.within_node ? intra_node_link(machine, where.size)
-                          : KernelFit{machine.inter_node_latency, 1 / machine.inter_node_bandwidth};
+        within_node(mesh, rank, group, machine.devices_per_node)
+            ? intra_node_link(machine, mesh.span_size(group))
+            : KernelFit{machine.inter_node_latency, 1 / machine.inter_node_bandwidth};
     out.emplace_back(group, static_cast<double>(replayed.sent[i].second) * link.per_unit +
                                 static_cast<double>(replayed.calls[i].second) * link.per_call);
   }
