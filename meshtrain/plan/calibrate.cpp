@@ -130,6 +130,52 @@ KernelFit measure_all_gathers(int ranks, int group_size) {
   return fit_kernel(samples);
 }
 
+// A burst of compute standing for a step's kernels between two of its collectives (about 100 us
+// on this project's CPUs): the result feeds the next burst, so the work cannot be skipped.
+float compute_burst(float x) {
+  for (int i = 0; i < 100000; ++i) x = x * 0.999999f + 1e-6f;
+  return x;
+}
+
+// The latency of a collective call as a training step's calls meet it, in groups of `group_size`
+// of `ranks` local ranks, every group at once: each rank arrives from a burst of compute and sleeps
+// in its wait until the group's last rank has arrived and moved the data, so a call costs the
+// ranks' wake-ups and switches (on a VM, the interrupts that wake an idle core), which the best
+// case after a barrier (measure_all_gathers) does not show. Measured as the time a loop of bursts
+// takes with a small all-gather after each, less the same loop without them, per call; the median
+// of several rounds, the two loops taken in turn.
+double measure_call_latency(int ranks, int group_size) {
+  constexpr int kCalls = 200;
+  constexpr int kRounds = 5;
+  std::vector<double> per_call;
+  spawn_ranks(ranks, [&](RankContext& ctx) {
+    const DeviceMesh mesh(ctx.world,
+                          parse_mesh_spec(detail::concat("dp_replicate=", ranks / group_size,
+                                                         ",dp_shard=", group_size)));
+    Communicator& group = mesh.comm(mesh_axis::dp_shard);
+    const Tensor in = Tensor::zeros({256});
+    const Tensor out = Tensor::zeros({256 * group_size});
+    float sink = 1;
+    const auto loop_seconds = [&](bool with_calls) {
+      ctx.world.barrier()->wait();
+      const auto start = std::chrono::steady_clock::now();
+      for (int call = 0; call < kCalls; ++call) {
+        sink = compute_burst(sink);
+        if (with_calls) group.all_gather_into(out, in)->wait();
+      }
+      ctx.world.barrier()->wait();
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    for (int round = 0; round < kRounds; ++round) {
+      const double bursts = loop_seconds(false);
+      const double with_calls = loop_seconds(true);
+      if (ctx.rank == 0) per_call.push_back((with_calls - bursts) / kCalls);
+    }
+    MT_CHECK(std::isfinite(sink), "calibration: the compute bursts overflowed");
+  });
+  return std::max(0.0, median(std::move(per_call)));
+}
+
 // One rank's training steps of a model shape on a layout, as a run takes them (forward and
 // backward, AdamW, gradients zeroed), over `batches` batches of a fixed token stream.
 class TrainingSteps {
@@ -165,39 +211,59 @@ class TrainingSteps {
   TokenBatches batches_;
 };
 
-// The share of a node's cores that ranks outnumbering them put to use: a real step of FSDP over
-// every local rank, one row of 64 tokens a rank and micro-batch of a calibration shape, its median
-// over the rounds, against the model's bound for it (the ranks' kernel thread-seconds over the
-// cores, plus the exposed communication) with every core busy. What the model does not count:
-// the scheduler's tails where the ranks meet (ranks preempted mid-burst arrive apart, and the
-// cores idle for the last) and its switches. 1 where the ranks' threads fit the cores.
-double measure_shared_core_efficiency(const CalibrationOptions& options,
-                                      const MachineProfile& profile) {
-  if (options.ranks * options.threads_per_rank <= profile.cores) return 1;
-  const ModelSpecPtr model = gpt2_model(GPT2Config{256, 128, 128, 2, 4});
-  const PlanLayout layout{.mesh = parse_mesh_spec(detail::concat("dp_shard=", options.ranks))};
-  const Workload workload{.batch = 2 * options.ranks, .seq = 64, .micro_batches = 2};
+// The step the share of a node's cores is measured on (shared_core_efficiency): FSDP over every
+// local rank, one row of 64 tokens a rank and micro-batch of a calibration shape.
+struct SharedCoresStep {
+  explicit SharedCoresStep(int ranks)
+      : model(gpt2_model(GPT2Config{256, 128, 128, 2, 4})),
+        layout{.mesh = parse_mesh_spec(detail::concat("dp_shard=", ranks))},
+        workload{.batch = 2 * ranks, .seq = 64, .micro_batches = 2} {}
+  ModelSpecPtr model;
+  PlanLayout layout;
+  Workload workload;
+};
+
+// `rounds` short rounds of the shared-cores step, the seconds of a step in each. A round is short
+// and the rounds many: such a step's time varies by a third from one round to the next as the
+// scheduler places the ranks, and the calibration spreads its rounds among the kernels' so that
+// they see the machine's pace over the same minute.
+std::vector<double> time_shared_cores_step(const CalibrationOptions& options, int rounds) {
+  const SharedCoresStep shape(options.ranks);
   constexpr int kSteps = 4;
-  std::vector<double> rounds;
+  std::vector<double> out;
   spawn_ranks(options.ranks, [&](RankContext& ctx) {
     ops::cpu::set_cpu_threads(options.threads_per_rank);
-    TrainingSteps training(ctx.world, *model, layout, workload, kSteps + 1);
+    TrainingSteps training(ctx.world, *shape.model, shape.layout, shape.workload,
+                           kSteps * rounds + 1);
     training.step(0);  // untimed: first-touch allocations, the optimizer's moments
-    for (int round = 0; round < options.rounds; ++round) {
+    for (int round = 0; round < rounds; ++round) {
       ctx.world.barrier()->wait();
       const auto start = std::chrono::steady_clock::now();
-      for (int s = 1; s <= kSteps; ++s) training.step(s);
+      for (int s = 1; s <= kSteps; ++s) training.step(round * kSteps + s);
       ctx.world.barrier()->wait();
       if (ctx.rank == 0)
-        rounds.push_back(
+        out.push_back(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
             kSteps);
     }
   });
+  return out;
+}
+
+// The share of a node's cores the ranks put to use for their kernels when their threads fill the
+// cores: the shared-cores step's median time over its rounds against the model's bound for it (the
+// ranks' kernel thread-seconds over the cores, plus the exposed communication). What the model
+// does not count: the collectives' copies on the ranks' progress threads, which take the kernels'
+// cores even where they hide behind them; the scheduler's tails where the ranks meet (ranks
+// preempted mid-burst arrive apart, and the cores idle for the last); its switches.
+double shared_core_efficiency(const CalibrationOptions& options, const MachineProfile& profile,
+                              std::vector<double> step_seconds) {
+  const SharedCoresStep shape(options.ranks);
   const StepTimePrediction predicted =
-      predict_step_time(layout, workload, replay_ranks(*model, layout, workload), profile);
+      predict_step_time(shape.layout, shape.workload,
+                        replay_ranks(*shape.model, shape.layout, shape.workload), profile);
   const double comm = predicted.ranks[predicted.slowest].total_exposed_comm();
-  const double busy = median(rounds) - comm;
+  const double busy = median(std::move(step_seconds)) - comm;
   return busy > 0 ? std::clamp((predicted.step - comm) / busy, 0.05, 1.0) : 1.0;
 }
 
@@ -296,14 +362,19 @@ MachineProfile calibrate_this_machine(const CalibrationOptions& options) {
   profile.name = detail::concat("calibrated (", options.threads_per_rank, " thread",
                                 options.threads_per_rank > 1 ? "s" : "", " per rank)");
   // Per shape and op, the median of the rounds, as the sweep measures a run; the shapes taken in
-  // turn within each round so that a slow spell of the machine does not skew one shape.
+  // turn within each round so that a slow spell of the machine does not skew one shape, and the
+  // shared-cores step's rounds between them, for the same reason.
   const std::vector<CalibrationShape> shapes = calibration_shapes();
   std::vector<std::vector<MeasuredSteps>> rounds(shapes.size());
-  {
-    const CpuThreads threads(options.threads_per_rank);
-    for (int round = 0; round < options.rounds; ++round)
+  std::vector<double> shared_cores_steps;
+  for (int round = 0; round < options.rounds; ++round) {
+    {
+      const CpuThreads threads(options.threads_per_rank);
       for (size_t m = 0; m < shapes.size(); ++m)
         rounds[m].push_back(measure_kernels(*shapes[m].model, shapes[m].workload, options.steps));
+    }
+    for (const double seconds : time_shared_cores_step(options, /*rounds=*/5))
+      shared_cores_steps.push_back(seconds);
   }
   std::map<std::string, std::vector<KernelSample>> samples;
   std::vector<KernelSample> host;
@@ -321,6 +392,7 @@ MachineProfile calibrate_this_machine(const CalibrationOptions& options) {
     if (options.ranks % group_size != 0) continue;
     KernelFit fit = measure_all_gathers(options.ranks, group_size);
     if (fit.per_unit <= 0) fit.per_unit = 1 / profile.intra_node_bandwidth;
+    fit.per_call = measure_call_latency(options.ranks, group_size);
     profile.collectives[group_size] = fit;
   }
   const KernelFit& world = profile.collectives.at(options.ranks);
@@ -328,7 +400,8 @@ MachineProfile calibrate_this_machine(const CalibrationOptions& options) {
   profile.intra_node_bandwidth = profile.inter_node_bandwidth = 1 / world.per_unit;
   profile.cores = ops::cpu::available_cpus();
   profile.threads_per_rank = options.threads_per_rank;
-  profile.shared_core_efficiency = measure_shared_core_efficiency(options, profile);
+  profile.shared_core_efficiency =
+      shared_core_efficiency(options, profile, std::move(shared_cores_steps));
   profile.check();
   return profile;
 }

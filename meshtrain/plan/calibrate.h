@@ -10,12 +10,14 @@
 // cover (MachineProfile::kernels); the steps' time outside the kernels, per kernel call, is the
 // host's (MachineProfile::host_per_call).
 //
-// Collectives: all-gathers of a range of sizes in groups of every size that divides the local
-// ranks (a thread each), every group at once, fitted per group size as latency + bytes sent /
-// bandwidth (the alpha-beta model: MachineProfile::collectives), the same within and across
-// "nodes" (one process). The profile records the cores and threads per rank, so that layouts with
-// more threads than cores wait for them (step_time.h). The fits are measured in f32; a bf16
-// layout uses them too.
+// Collectives: all-gathers in groups of every size that divides the local ranks (a thread each),
+// every group at once, fitted per group size as latency + bytes sent / bandwidth (the alpha-beta
+// model: MachineProfile::collectives), the same within and across "nodes" (one process). The
+// bandwidth from the best of back-to-back all-gathers of a range of sizes; the latency as a
+// step's calls meet it, each rank arriving from compute and sleeping in its wait (its wake-ups
+// cost several times the best case after a barrier). The profile records the cores and threads
+// per rank, so that layouts with more threads than cores wait for them (step_time.h). The fits
+// are measured in f32; a bf16 layout uses them too.
 #pragma once
 
 #include <map>

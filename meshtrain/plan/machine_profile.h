@@ -58,9 +58,9 @@ struct MachineProfile {
   // cores make the ranks wait for them (step_time.h). 0: each device computes on its own (GPUs).
   int cores = 0;
   int threads_per_rank = 1;
-  // The share of those cores that ranks outnumbering them put to use (the scheduler's tails where
-  // they meet, its switches): a calibrated profile measures it on a real multi-rank step; 1
-  // elsewhere.
+  // The share of those cores the ranks' kernels get once their threads fill them (the rest goes to
+  // the collectives' copies, the scheduler's tails where the ranks meet, its switches): a
+  // calibrated profile measures it on a real multi-rank step; 1 elsewhere.
   double shared_core_efficiency = 1;
   // Measured kernels by op name (a calibrated profile), in place of the roofline.
   std::map<std::string, KernelFit, std::less<>> kernels{};

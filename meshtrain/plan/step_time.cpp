@@ -111,7 +111,8 @@ std::vector<double> shared_core_bounds(const MeshLayout& mesh, const std::vector
 // How fast a pipeline's rank computes while its node's cores are shared: each pp rank stands for
 // the ranks of its pp coordinate (the pipelines of the other data and tp coordinates run the same
 // schedule alongside), and the threads of those computing on a node share its cores, at the share
-// they put to use once they outnumber them (MachineProfile::shared_core_efficiency).
+// they put to use once they fill them (MachineProfile::shared_core_efficiency): a stage alone
+// whose threads fill the cores computes at that share too.
 ComputeSpeed shared_core_speed(const MeshLayout& mesh, const std::vector<int>& pipeline,
                                const MachineProfile& machine) {
   // ranks[p][s]: the ranks of pp coordinate s on the node of pipeline rank p. pp is the outermost
@@ -130,8 +131,7 @@ ComputeSpeed shared_core_speed(const MeshLayout& mesh, const std::vector<int>& p
     double threads = 0;
     for (size_t s = 0; s < computing.size(); ++s)
       if (computing[s]) threads += ranks[p][s] * machine.threads_per_rank;
-    return threads <= machine.cores ? 1.0
-                                    : machine.cores * machine.shared_core_efficiency / threads;
+    return std::min(1.0, machine.cores * machine.shared_core_efficiency / threads);
   };
 }
 

@@ -234,8 +234,32 @@ TEST(StepTime, APipelinesIdleRanksLendTheirCores) {
     const double own = (m + 1) * 2.0, cores = 4 * (2.0 * m) / 2;
     EXPECT_NEAR(p.step, std::max(own, cores), 1e-9) << m << " micro-batches";
     EXPECT_NEAR(p.ranks[0].compute + p.ranks[0].bubble + p.ranks[0].cores_wait, p.step, 1e-9);
-    if (m == 1) EXPECT_EQ(p.ranks[0].cores_wait, 0);
+    if (m == 1) {
+      EXPECT_EQ(p.ranks[0].cores_wait, 0);
+    }
   }
+}
+
+// A stage whose threads fill the cores computes at the share of them the ranks put to use, alone
+// as much as beside another: one micro-batch of F = B = 1 s over pp=2 x dp=2 on two cores that
+// ranks use at half their time takes each computation 2 s, a makespan of 8 s, of which rank 0
+// computes 2 s, waits for the cores 2 s and idles 4 s while stage 1 computes.
+TEST(StepTime, AStageFillingTheCoresComputesAtTheShareTheyPutToUse) {
+  MachineProfile shared = round_machine();
+  shared.cores = 2;
+  shared.shared_core_efficiency = 0.5;
+  PlanLayout layout = layout_of("pp=2,dp_shard=2");
+  layout.pp.schedule = ScheduleKind::one_f_one_b;
+  const Schedule schedule = make_schedule(ScheduleKind::one_f_one_b, 2, 1);
+  std::vector<ReplayedRank> ranks;
+  for (const ReplayedRank& stage : pipeline_ranks(schedule, 1.0, 1.0, 0.0))
+    ranks.insert(ranks.end(), 2, stage);
+  const StepTimePrediction p =
+      predict_step_time(layout, {.batch = 1, .seq = 1, .micro_batches = 1}, each(ranks), shared);
+  EXPECT_NEAR(p.step, 8.0, 1e-9);
+  EXPECT_NEAR(p.ranks[0].compute, 2.0, 1e-9);
+  EXPECT_NEAR(p.ranks[0].cores_wait, 2.0, 1e-9);
+  EXPECT_NEAR(p.ranks[0].bubble, 4.0, 1e-9);
 }
 
 // On a machine whose memory and links cost nothing, a replayed step is its GEMMs at the GEMM
