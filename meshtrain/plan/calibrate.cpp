@@ -145,8 +145,8 @@ float compute_burst(float x) {
 // takes with a small all-gather after each, less the same loop without them, per call; the median
 // of several rounds, the two loops taken in turn.
 double measure_call_latency(int ranks, int group_size) {
-  constexpr int kCalls = 200;
-  constexpr int kRounds = 5;
+  constexpr int kCalls = 400;
+  constexpr int kRounds = 9;
   std::vector<double> per_call;
   spawn_ranks(ranks, [&](RankContext& ctx) {
     const DeviceMesh mesh(ctx.world,
