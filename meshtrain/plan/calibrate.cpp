@@ -130,10 +130,12 @@ KernelFit measure_all_gathers(int ranks, int group_size) {
   return fit_kernel(samples);
 }
 
-// A burst of compute standing for a step's kernels between two of its collectives (about 100 us
-// on this project's CPUs): the result feeds the next burst, so the work cannot be skipped.
+// A burst of compute standing for a step's kernels between two of its collectives (about 200 us
+// here: 100,000 dependent multiply-adds). The empty asm keeps the compiler from moving the work
+// across the clock's reads or the waits around it.
 float compute_burst(float x) {
   for (int i = 0; i < 100000; ++i) x = x * 0.999999f + 1e-6f;
+  asm volatile("" : "+x"(x));
   return x;
 }
 
@@ -155,12 +157,12 @@ double measure_call_latency(int ranks, int group_size) {
     Communicator& group = mesh.comm(mesh_axis::dp_shard);
     const Tensor in = Tensor::zeros({256});
     const Tensor out = Tensor::zeros({256 * group_size});
-    float sink = 1;
+    float carried = 1;
     const auto loop_seconds = [&](bool with_calls) {
       ctx.world.barrier()->wait();
       const auto start = std::chrono::steady_clock::now();
       for (int call = 0; call < kCalls; ++call) {
-        sink = compute_burst(sink);
+        carried = compute_burst(carried);
         if (with_calls) group.all_gather_into(out, in)->wait();
       }
       ctx.world.barrier()->wait();
@@ -171,7 +173,6 @@ double measure_call_latency(int ranks, int group_size) {
       const double with_calls = loop_seconds(true);
       if (ctx.rank == 0) per_call.push_back((with_calls - bursts) / kCalls);
     }
-    MT_CHECK(std::isfinite(sink), "calibration: the compute bursts overflowed");
   });
   return std::max(0.0, median(std::move(per_call)));
 }
@@ -250,21 +251,15 @@ std::vector<double> time_shared_cores_step(const CalibrationOptions& options, in
   return out;
 }
 
-// The share of a node's cores the ranks put to use for their kernels when their threads fill the
-// cores: the shared-cores step's median time over its rounds against the model's bound for it (the
-// ranks' kernel thread-seconds over the cores, plus the exposed communication). What the model
-// does not count: the collectives' copies on the ranks' progress threads, which take the kernels'
-// cores even where they hide behind them; the scheduler's tails where the ranks meet (ranks
-// preempted mid-burst arrive apart, and the cores idle for the last); its switches.
+// The shared-cores step's share of the cores (cores_share_of_step), from its median time over its
+// rounds.
 double shared_core_efficiency(const CalibrationOptions& options, const MachineProfile& profile,
                               std::vector<double> step_seconds) {
   const SharedCoresStep shape(options.ranks);
   const StepTimePrediction predicted =
       predict_step_time(shape.layout, shape.workload,
                         replay_ranks(*shape.model, shape.layout, shape.workload), profile);
-  const double comm = predicted.ranks[predicted.slowest].total_exposed_comm();
-  const double busy = median(std::move(step_seconds)) - comm;
-  return busy > 0 ? std::clamp((predicted.step - comm) / busy, 0.05, 1.0) : 1.0;
+  return cores_share_of_step(predicted, profile, median(std::move(step_seconds)));
 }
 
 // The sample of the median time among one shape's rounds (of an even count, the slower middle).
@@ -347,6 +342,17 @@ MeasuredSteps measure_kernels(const ModelSpec& spec, const Workload& workload, i
   }
   out.host.seconds = std::max(0.0, wall - kernel_seconds);
   return out;
+}
+
+double cores_share_of_step(const StepTimePrediction& predicted, const MachineProfile& machine,
+                           double measured_seconds) {
+  MT_CHECK(machine.cores > 0, "cores_share_of_step: a profile of shared CPU cores, got ",
+           machine.cores, " cores");
+  double thread_seconds = 0;
+  for (const RankStepTime& rank : predicted.ranks)
+    thread_seconds += rank.compute * machine.threads_per_rank;
+  const double busy = measured_seconds - predicted.ranks[predicted.slowest].total_exposed_comm();
+  return busy > 0 ? std::clamp(thread_seconds / (machine.cores * busy), 0.05, 1.0) : 1.0;
 }
 
 MachineProfile calibrate_this_machine(const CalibrationOptions& options) {

@@ -13,11 +13,15 @@
 // Collectives: all-gathers in groups of every size that divides the local ranks (a thread each),
 // every group at once, fitted per group size as latency + bytes sent / bandwidth (the alpha-beta
 // model: MachineProfile::collectives), the same within and across "nodes" (one process). The
-// bandwidth from the best of back-to-back all-gathers of a range of sizes; the latency as a
-// step's calls meet it, each rank arriving from compute and sleeping in its wait (its wake-ups
-// cost several times the best case after a barrier). The profile records the cores and threads
-// per rank, so that layouts with more threads than cores wait for them (step_time.h). The fits
-// are measured in f32; a bf16 layout uses them too.
+// bandwidth from the best of five all-gathers of each of a range of sizes, each from a barrier;
+// the latency as a step's calls meet it, each rank arriving from compute and sleeping in its wait
+// (its wake-ups cost more than the best case after a barrier).
+//
+// Cores: the profile records the cores and threads per rank, so that layouts whose threads need
+// more than the cores wait for them (step_time.h), and the share of the cores ranks filling them
+// put to use (MachineProfile::shared_core_efficiency): a real FSDP step over every local rank,
+// timed in short rounds among the kernels' rounds (cores_share_of_step). The fits are measured in
+// f32; a bf16 layout uses them too.
 #pragma once
 
 #include <map>
@@ -27,6 +31,7 @@
 #include "meshtrain/models/model_spec.h"
 #include "meshtrain/plan/machine_profile.h"
 #include "meshtrain/plan/plan_layout.h"
+#include "meshtrain/plan/step_time.h"
 
 namespace meshtrain {
 
@@ -57,8 +62,19 @@ struct CalibrationOptions {
   int ranks = 2;             // local ranks the collectives run over
   int threads_per_rank = 1;  // as a run with --threads gives each rank
   int steps = 3;             // timed steps per model shape and round
-  int rounds = 3;            // each shape's kernels: the median of this many measurements
+  // Each shape's kernels: the median of this many measurements; after each, five rounds of the
+  // shared-cores step.
+  int rounds = 3;
 };
+
+// The share of `machine`'s cores (MachineProfile::shared_core_efficiency) that the ranks of a
+// step predicted on it (one node) put to use for their kernels when the step took
+// `measured_seconds`: the kernels' thread-seconds over the cores' time less the communication the
+// slowest rank waits for, within [0.05, 1]; 1 for a step no longer than that communication. With
+// it in `machine`, a step the cores bound predicts as measured. InvalidArgument for a profile
+// without cores.
+double cores_share_of_step(const StepTimePrediction& predicted, const MachineProfile& machine,
+                           double measured_seconds);
 
 // A profile named "calibrated (N thread(s) per rank)" that starts from the cpu preset (its peaks
 // times the threads per rank, for MFU and any op no shape measured) and replaces its kernel and

@@ -54,8 +54,9 @@ struct MachineProfile {
   // beside the kernels (NCCL on its own stream), 0 where they take the kernels' cores (the local
   // backend with a core per rank).
   double comm_overlap = 1;
-  // CPU cores the ranks of a node share, each with threads_per_rank threads: more threads than
-  // cores make the ranks wait for them (step_time.h). 0: each device computes on its own (GPUs).
+  // CPU cores the ranks of a node share, each with threads_per_rank threads: threads needing more
+  // than the cores' capacity (cores x shared_core_efficiency) make the ranks wait for them
+  // (step_time.h). 0: each device computes on its own (GPUs).
   int cores = 0;
   int threads_per_rank = 1;
   // The share of those cores the ranks' kernels get once their threads fill them (the rest goes to

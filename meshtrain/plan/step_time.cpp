@@ -110,9 +110,9 @@ std::vector<double> shared_core_bounds(const MeshLayout& mesh, const std::vector
 
 // How fast a pipeline's rank computes while its node's cores are shared: each pp rank stands for
 // the ranks of its pp coordinate (the pipelines of the other data and tp coordinates run the same
-// schedule alongside), and the threads of those computing on a node share its cores, at the share
-// they put to use once they fill them (MachineProfile::shared_core_efficiency): a stage alone
-// whose threads fill the cores computes at that share too.
+// schedule alongside), and the threads of those computing on a node divide its cores' capacity,
+// cores x the share of them ranks put to use (MachineProfile::shared_core_efficiency): a stage
+// alone whose threads fill the cores computes at that share too.
 ComputeSpeed shared_core_speed(const MeshLayout& mesh, const std::vector<int>& pipeline,
                                const MachineProfile& machine) {
   // ranks[p][s]: the ranks of pp coordinate s on the node of pipeline rank p. pp is the outermost

@@ -33,7 +33,7 @@
 //             use (MachineProfile::shared_core_efficiency) plus the most exposed communication
 //             one of them has; a rank waits for the cores the difference. A pipeline's ranks
 //             share the cores as its schedule runs: the threads computing at each moment divide
-//             them (at the share they put to use once they fill them), so idle ranks lend
+//             the cores' capacity (cores x the share they put to use), so idle ranks lend
 //             theirs to the busy ones, and a rank's computations stretched so wait for the cores.
 //
 // Assumptions: a preset's kernels reach its rates at every shape (a calibrated profile fits each

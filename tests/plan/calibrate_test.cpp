@@ -69,6 +69,32 @@ TEST(MeasureKernels, TimesTheKernelsTheReplayCounts) {
   EXPECT_EQ(measured.host.work, 0.0);
 }
 
+// The share of the cores from a measured step is the one that, in the profile, predicts that step
+// as measured: on two cores the four ranks fill, and on sixteen they do not (where a share taken
+// against the predicted step instead would leave the step at the ranks' own time).
+TEST(CoresShareOfStep, PredictsTheMeasuredStepBack) {
+  const ModelSpecPtr gpt2 = gpt2_model(uneven_model());
+  const PlanLayout layout{.mesh = parse_mesh_spec("dp_shard=4")};
+  const Workload workload{.batch = 8, .seq = 13, .micro_batches = 2};
+  const RankReplays replays = replay_ranks(*gpt2, layout, workload);
+  for (const int cores : {2, 16}) {
+    MachineProfile machine = machine_preset("cpu");
+    machine.cores = cores;
+    const StepTimePrediction at_full_share = predict_step_time(layout, workload, replays, machine);
+    const double measured = 1.3 * at_full_share.step;
+    machine.shared_core_efficiency = cores_share_of_step(at_full_share, machine, measured);
+    EXPECT_LT(machine.shared_core_efficiency, 1.0) << cores << " cores";
+    EXPECT_NEAR(predict_step_time(layout, workload, replays, machine).step, measured,
+                1e-9 * measured)
+        << cores << " cores";
+  }
+  MachineProfile gpus = machine_preset("h100-sxm");
+  const StepTimePrediction on_gpus =
+      predict_step_time(layout, workload, replays, machine_preset("cpu"));
+  expect_error<InvalidArgument>([&] { cores_share_of_step(on_gpus, gpus, 1.0); },
+                                "a profile of shared CPU cores, got 0 cores");
+}
+
 // Four one-thread ranks: the calibration runs a real step of them and keeps the share of the
 // cores they put to use, however many cores there are (the collectives' copies take theirs even
 // where the ranks' threads fit them); a collective's latency as a step's calls meet it, for each
