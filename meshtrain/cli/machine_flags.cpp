@@ -25,9 +25,9 @@ void add_machine_flags(CLI::App* cmd, const std::shared_ptr<MachineFlags>& f,
   cmd->add_option("--machine-file", f->machine_file,
                   "a machine profile (JSON) that --calibrate wrote, in place of --machine");
   cmd->add_option("--calibrate", f->calibrate,
-                  "first measure this machine's kernels (single-rank steps of a few shapes) and "
-                  "the local backend's collectives, write the profile to this file, and predict "
-                  "with it");
+                  "measure this machine's kernels (single-rank steps of a few shapes) and the "
+                  "local backend's collectives (sweep: a round of the kernels before each of its "
+                  "rounds), write the profile to this file, and predict with it");
   cmd->add_option("--gpus-per-node", f->devices_per_node,
                   "devices per node, ranks numbered tp fastest (default: the machine's)")
       ->check(CLI::PositiveNumber);
@@ -37,39 +37,65 @@ void add_machine_flags(CLI::App* cmd, const std::shared_ptr<MachineFlags>& f,
       ->check(CLI::PositiveNumber);
 }
 
-MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank,
-                          std::ostream& log) {
+namespace {
+
+void check_one_source(const MachineFlags& f) {
   MT_CHECK(f.calibrate.empty() || f.machine_file.empty(),
            "--calibrate writes a profile and predicts with it; give it or --machine-file, not "
            "both");
-  MachineProfile profile;
-  if (!f.machine_file.empty()) {
-    profile = parse_machine_profile(read_small_file(f.machine_file), f.machine_file);
-  } else if (f.calibrate.empty()) {
-    profile = machine_preset(f.machine);
-  } else {
-    check_regular_output(f.calibrate, "--calibrate");
-    // The collectives over the run's ranks (up to 8), however many cores there are: ranks that
-    // outnumber the cores wait on each other in every collective, and a run's do too.
-    const CalibrationOptions options{.ranks = std::clamp(ranks, 2, 8),
-                                     .threads_per_rank = threads_per_rank};
-    log << "calibrating: kernels of single-rank steps with " << options.threads_per_rank
-        << " thread(s), all-gathers over " << options.ranks << " local ranks ..." << std::endl;
-    profile = calibrate_this_machine(options);
-    write_file_atomically(f.calibrate, machine_profile_json(profile));
-    log << "wrote " << f.calibrate << ": " << profile.kernels.size()
-        << " kernels fitted; all-gathers (latency + bandwidth by group size)";
-    const char* separator = " ";
-    for (const auto& [group_size, fit] : profile.collectives) {
-      log << separator << group_size << ": " << duration_text(fit.per_call) << " + "
-          << 1e-9 / fit.per_unit << " GB/s";
-      separator = ", ";
-    }
-    log << "\n\n";
-  }
+}
+
+MachineProfile with_overrides(const MachineFlags& f, MachineProfile profile) {
   if (f.devices_per_node > 0) profile.devices_per_node = f.devices_per_node;
   if (f.device_memory_gib > 0) profile.device_memory = f.device_memory_gib * kGiB;
   return profile;
+}
+
+}  // namespace
+
+CalibrationOptions start_calibration(const MachineFlags& f, int ranks, int threads_per_rank,
+                                     std::ostream& log) {
+  check_one_source(f);
+  MT_CHECK(!f.calibrate.empty(), "start_calibration without --calibrate");
+  check_regular_output(f.calibrate, "--calibrate");
+  // The collectives over the run's ranks (up to 8), however many cores there are: ranks that
+  // outnumber the cores wait on each other in every collective, and a run's do too.
+  const CalibrationOptions options{.ranks = std::clamp(ranks, 2, 8),
+                                   .threads_per_rank = threads_per_rank};
+  log << "calibrating: kernels of single-rank steps with " << options.threads_per_rank
+      << " thread(s), all-gathers over " << options.ranks << " local ranks ..." << std::endl;
+  return options;
+}
+
+MachineProfile finish_calibration(const MachineFlags& f, const Calibration& calibration,
+                                  std::ostream& log) {
+  const MachineProfile profile = calibration.finish();
+  write_file_atomically(f.calibrate, machine_profile_json(profile));
+  log << "wrote " << f.calibrate << ": " << profile.kernels.size()
+      << " kernels fitted; all-gathers (latency + bandwidth by group size)";
+  const char* separator = " ";
+  for (const auto& [group_size, fit] : profile.collectives) {
+    log << separator << group_size << ": " << duration_text(fit.per_call) << " + "
+        << 1e-9 / fit.per_unit << " GB/s";
+    separator = ", ";
+  }
+  log << "\n\n";
+  return with_overrides(f, profile);
+}
+
+MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank,
+                          std::ostream& log) {
+  check_one_source(f);
+  if (!f.calibrate.empty()) {
+    const CalibrationOptions options = start_calibration(f, ranks, threads_per_rank, log);
+    Calibration calibration(options);
+    for (int round = 0; round < options.rounds; ++round) calibration.measure_round();
+    return finish_calibration(f, calibration, log);
+  }
+  return with_overrides(
+      f, f.machine_file.empty()
+             ? machine_preset(f.machine)
+             : parse_machine_profile(read_small_file(f.machine_file), f.machine_file));
 }
 
 std::string duration_text(double seconds) {

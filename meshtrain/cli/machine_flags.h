@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "meshtrain/plan/calibrate.h"
 #include "meshtrain/plan/machine_profile.h"
 
 namespace meshtrain {
@@ -30,6 +31,14 @@ void add_machine_flags(CLI::App* cmd, const std::shared_ptr<MachineFlags>& f,
 // saying so on `log`, and writes the profile to its file atomically.
 MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank,
                           std::ostream& log);
+
+// machine_of's calibration taken in two parts, for a caller that spreads its rounds among its
+// own (meshtrain sweep): the options, once the flags and the output file are checked and `log`
+// told; then the finished profile, written to --calibrate's file, with the flags' overrides.
+CalibrationOptions start_calibration(const MachineFlags& f, int ranks, int threads_per_rank,
+                                     std::ostream& log);
+MachineProfile finish_calibration(const MachineFlags& f, const Calibration& calibration,
+                                  std::ostream& log);
 
 // "1.234 s", "12.3 ms", "45.6 us": a duration of any size in its unit.
 std::string duration_text(double seconds);

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -196,22 +197,50 @@ void add_sweep_command(CLI::App& app, const Registries& registries) {
       layouts.push_back({line, std::move(c)});
     }
     const int threads = f->config.threads_per_rank();
-    const MachineProfile machine = machine_of(*f->machine, world, threads, std::cout);
+    // Calibrating, a round of the calibration goes before each of the sweep's rounds, so that the
+    // profile sees the same minutes of this machine as the runs it predicts.
+    const bool calibrating = !f->machine->calibrate.empty();
+    std::optional<Calibration> calibration;
+    MachineProfile machine;
+    if (calibrating)
+      calibration.emplace(start_calibration(*f->machine, world, threads, std::cout));
+    else
+      machine = machine_of(*f->machine, world, threads, std::cout);
     std::cout << "sweep: " << layouts.front().config.model->describe() << " on " << world
               << " local ranks, " << threads << " thread(s) each, global batch " << f->config.batch
               << " x " << f->config.seq << " tokens, " << f->config.steps << " steps per layout in "
               << f->rounds
               << " round(s), each over every layout (step time: the median after the first, "
-                 "then over the rounds), "
-                 "predicted on "
-              << machine.name << "\n\n";
+                 "then over the rounds), predicted on "
+              << (calibrating ? "this machine, a round of its calibration before each round"
+                              : machine.name)
+              << "\n\n";
     char header[256];
     std::snprintf(header, sizeof header, "  %-62s %9s %9s %8s %8s %8s %8s %8s %8s %8s\n", "layout",
                   "step ms", "predicted", "error", "peak MiB", "predicted", "error", "sent MiB",
                   "predicted", "error");
-    std::cout << header;
-    const std::vector<SweepRow> rows = sweep_layouts(
-        layouts, machine, f->rounds, [](const SweepRow& row) { print_row(row, std::cout); });
+    bool table_started = false;
+    const auto print = [&](const SweepRow& row) {
+      if (!table_started) std::cout << header;
+      table_started = true;
+      print_row(row, std::cout);
+    };
+    int round = 0;
+    const std::vector<SweepRow> rows =
+        calibrating ? sweep_layouts(
+                          layouts, f->rounds,
+                          [&] {
+                            std::cout << "round " << ++round << "/" << f->rounds
+                                      << ": calibrating, then the layouts" << std::endl;
+                            calibration->measure_round();
+                          },
+                          [&] {
+                            std::cout << "\n";
+                            machine = finish_calibration(*f->machine, *calibration, std::cout);
+                            return machine;
+                          },
+                          print)
+                    : sweep_layouts(layouts, machine, f->rounds, print);
     print_summary(rows, std::cout);
     if (!f->csv.empty()) write_output(f->csv, "--csv", rows_csv(rows));
     if (!f->json.empty()) write_output(f->json, "--json", rows_json(rows, machine.name));

@@ -355,36 +355,41 @@ double cores_share_of_step(const StepTimePrediction& predicted, const MachinePro
   return busy > 0 ? std::clamp(thread_seconds / (machine.cores * busy), 0.05, 1.0) : 1.0;
 }
 
-MachineProfile calibrate_this_machine(const CalibrationOptions& options) {
+Calibration::Calibration(const CalibrationOptions& options) : options_(options) {
   MT_CHECK(options.ranks >= 2 && options.threads_per_rank >= 1 && options.steps >= 1 &&
                options.rounds >= 1,
            "calibration: at least 2 ranks, 1 thread per rank, 1 step and 1 round, got ",
            options.ranks, " ranks, ", options.threads_per_rank, " threads, ", options.steps,
            " steps, ", options.rounds, " rounds");
+}
+
+// The shapes taken in turn within the round so that a slow spell of the machine does not skew one
+// shape, and the shared-cores step's rounds after them, for the same reason.
+void Calibration::measure_round() {
+  const std::vector<CalibrationShape> shapes = calibration_shapes();
+  kernel_rounds_.resize(shapes.size());
+  {
+    const CpuThreads threads(options_.threads_per_rank);
+    for (size_t m = 0; m < shapes.size(); ++m)
+      kernel_rounds_[m].push_back(
+          measure_kernels(*shapes[m].model, shapes[m].workload, options_.steps));
+  }
+  for (const double seconds : time_shared_cores_step(options_, /*rounds=*/5))
+    shared_cores_steps_.push_back(seconds);
+}
+
+MachineProfile Calibration::finish() const {
+  MT_CHECK(!kernel_rounds_.empty(), "calibration: finish() before any round was measured");
   MachineProfile profile = machine_preset("cpu");
   // The preset's one-core peaks, for MFU and the ops no shape measured, on the rank's threads.
-  profile.dense_peak_flops_f32 *= options.threads_per_rank;
-  profile.dense_peak_flops_bf16 *= options.threads_per_rank;
-  profile.name = detail::concat("calibrated (", options.threads_per_rank, " thread",
-                                options.threads_per_rank > 1 ? "s" : "", " per rank)");
-  // Per shape and op, the median of the rounds, as the sweep measures a run; the shapes taken in
-  // turn within each round so that a slow spell of the machine does not skew one shape, and the
-  // shared-cores step's rounds between them, for the same reason.
-  const std::vector<CalibrationShape> shapes = calibration_shapes();
-  std::vector<std::vector<MeasuredSteps>> rounds(shapes.size());
-  std::vector<double> shared_cores_steps;
-  for (int round = 0; round < options.rounds; ++round) {
-    {
-      const CpuThreads threads(options.threads_per_rank);
-      for (size_t m = 0; m < shapes.size(); ++m)
-        rounds[m].push_back(measure_kernels(*shapes[m].model, shapes[m].workload, options.steps));
-    }
-    for (const double seconds : time_shared_cores_step(options, /*rounds=*/5))
-      shared_cores_steps.push_back(seconds);
-  }
+  profile.dense_peak_flops_f32 *= options_.threads_per_rank;
+  profile.dense_peak_flops_bf16 *= options_.threads_per_rank;
+  profile.name = detail::concat("calibrated (", options_.threads_per_rank, " thread",
+                                options_.threads_per_rank > 1 ? "s" : "", " per rank)");
+  // Per shape and op, the median of the rounds, as the sweep measures a run.
   std::map<std::string, std::vector<KernelSample>> samples;
   std::vector<KernelSample> host;
-  for (const std::vector<MeasuredSteps>& of_shape : rounds) {
+  for (const std::vector<MeasuredSteps>& of_shape : kernel_rounds_) {
     for (const auto& [op, first] : of_shape.front().kernels)
       samples[op].push_back(
           median_sample(of_shape, [&](const MeasuredSteps& m) { return m.kernels.at(op); }));
@@ -394,22 +399,27 @@ MachineProfile calibrate_this_machine(const CalibrationOptions& options) {
   profile.host_per_call = fit_kernel(host).per_call;
   // Every group size that divides the ranks, the whole world's as the link's figures.
   // A fit of free bytes (the sizes too noisy to show their cost) keeps the preset's bandwidth.
-  for (int group_size = 2; group_size <= options.ranks; ++group_size) {
-    if (options.ranks % group_size != 0) continue;
-    KernelFit fit = measure_all_gathers(options.ranks, group_size);
+  for (int group_size = 2; group_size <= options_.ranks; ++group_size) {
+    if (options_.ranks % group_size != 0) continue;
+    KernelFit fit = measure_all_gathers(options_.ranks, group_size);
     if (fit.per_unit <= 0) fit.per_unit = 1 / profile.intra_node_bandwidth;
-    fit.per_call = measure_call_latency(options.ranks, group_size);
+    fit.per_call = measure_call_latency(options_.ranks, group_size);
     profile.collectives[group_size] = fit;
   }
-  const KernelFit& world = profile.collectives.at(options.ranks);
+  const KernelFit& world = profile.collectives.at(options_.ranks);
   profile.intra_node_latency = profile.inter_node_latency = world.per_call;
   profile.intra_node_bandwidth = profile.inter_node_bandwidth = 1 / world.per_unit;
   profile.cores = ops::cpu::available_cpus();
-  profile.threads_per_rank = options.threads_per_rank;
-  profile.shared_core_efficiency =
-      shared_core_efficiency(options, profile, std::move(shared_cores_steps));
+  profile.threads_per_rank = options_.threads_per_rank;
+  profile.shared_core_efficiency = shared_core_efficiency(options_, profile, shared_cores_steps_);
   profile.check();
   return profile;
+}
+
+MachineProfile calibrate_this_machine(const CalibrationOptions& options) {
+  Calibration calibration(options);
+  for (int round = 0; round < options.rounds; ++round) calibration.measure_round();
+  return calibration.finish();
 }
 
 }  // namespace meshtrain

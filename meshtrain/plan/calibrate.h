@@ -62,8 +62,8 @@ struct CalibrationOptions {
   int ranks = 2;             // local ranks the collectives run over
   int threads_per_rank = 1;  // as a run with --threads gives each rank
   int steps = 3;             // timed steps per model shape and round
-  // Each shape's kernels: the median of this many measurements; after each, five rounds of the
-  // shared-cores step.
+  // calibrate_this_machine's rounds (Calibration::measure_round): each shape's kernels are the
+  // median of the rounds' measurements.
   int rounds = 3;
 };
 
@@ -76,9 +76,30 @@ struct CalibrationOptions {
 double cores_share_of_step(const StepTimePrediction& predicted, const MachineProfile& machine,
                            double measured_seconds);
 
-// A profile named "calibrated (N thread(s) per rank)" that starts from the cpu preset (its peaks
-// times the threads per rank, for MFU and any op no shape measured) and replaces its kernel and
-// collective figures with this machine's, measured as above.
+// A calibration taken a round at a time, so that its rounds can share the minutes of the caller's
+// own measurements (meshtrain sweep --calibrate takes one before each of its rounds): this
+// machine's pace drifts from minute to minute, and a profile measured in another minute than the
+// runs it is compared with is off by the drift.
+class Calibration {
+ public:
+  // InvalidArgument for fewer than 2 ranks, 1 thread per rank, 1 step or 1 round.
+  explicit Calibration(const CalibrationOptions& options);
+
+  // One round: every shape's kernels, then five rounds of the shared-cores step.
+  void measure_round();
+  // A profile named "calibrated (N thread(s) per rank)" that starts from the cpu preset (its peaks
+  // times the threads per rank, for MFU and any op no shape measured) and replaces its kernel
+  // figures with the fits of the rounds so far and its collective figures with this machine's,
+  // measured now. InvalidArgument before the first round.
+  MachineProfile finish() const;
+
+ private:
+  CalibrationOptions options_;
+  std::vector<std::vector<MeasuredSteps>> kernel_rounds_;  // per shape, one per round
+  std::vector<double> shared_cores_steps_;                 // seconds, five per round
+};
+
+// Calibration(options), options.rounds rounds in a row, finished.
 MachineProfile calibrate_this_machine(const CalibrationOptions& options);
 
 }  // namespace meshtrain

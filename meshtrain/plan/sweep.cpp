@@ -29,12 +29,24 @@ SweepFigures measure(const TrainConfig& config) {
           .sent = steps.back().comm_bytes};
 }
 
-SweepFigures predict(const TrainConfig& config, const MachineProfile& machine) {
-  const PlanLayout layout = plan_layout(config);
-  const Workload workload = plan_workload(config);
-  const RankReplays ranks = replay_ranks(*config.model, layout, workload);
-  SweepFigures out{.step_s = predict_step_time(layout, workload, ranks, machine).step};
-  for (const ReplayedRank& r : ranks.distinct()) {
+// A layout as the planner sees it: its replayed ranks, before anything trains.
+struct Replayed {
+  PlanLayout layout;
+  Workload workload;
+  RankReplays ranks;
+};
+
+Replayed replay(const TrainConfig& config) {
+  Replayed out{.layout = plan_layout(config), .workload = plan_workload(config), .ranks = {}};
+  out.ranks = replay_ranks(*config.model, out.layout, out.workload);
+  return out;
+}
+
+SweepFigures predict(const Replayed& replayed, const MachineProfile& machine) {
+  SweepFigures out{
+      .step_s =
+          predict_step_time(replayed.layout, replayed.workload, replayed.ranks, machine).step};
+  for (const ReplayedRank& r : replayed.ranks.distinct()) {
     out.peak = std::max<uint64_t>(out.peak, r.memory.total.peak);
     uint64_t sent = 0;
     for (const auto& [group, bytes] : r.sent) sent += bytes;
@@ -64,26 +76,40 @@ double SweepRow::sent_error() const {
 std::vector<SweepRow> sweep_layouts(const std::vector<SweepLayout>& layouts,
                                     const MachineProfile& machine, int rounds,
                                     const std::function<void(const SweepRow&)>& on_row) {
+  return sweep_layouts(
+      layouts, rounds, {}, [&] { return machine; }, on_row);
+}
+
+std::vector<SweepRow> sweep_layouts(const std::vector<SweepLayout>& layouts, int rounds,
+                                    const std::function<void()>& before_round,
+                                    const std::function<MachineProfile()>& machine,
+                                    const std::function<void(const SweepRow&)>& on_row) {
   MT_CHECK(!layouts.empty(), "sweep: no layouts");
   MT_CHECK(rounds >= 1, "sweep: at least one round per layout, got ", rounds);
-  std::vector<SweepRow> rows;
+  std::vector<Replayed> replayed;
   for (const SweepLayout& layout : layouts) {  // the planner's checks first, before anything trains
     MT_CHECK(layout.config.steps >= 3, "sweep: at least 3 steps per layout (the first is not ",
              "timed), got ", layout.config.steps, " for ", layout.name);
     TrainConfig meta = layout.config;
     meta.device = DeviceKind::meta;
     meta.check_layout();
-    rows.push_back({.layout = layout.name, .predicted = predict(meta, machine)});
+    replayed.push_back(replay(meta));
   }
+  std::vector<SweepRow> rows(layouts.size());
   std::vector<std::vector<double>> step_s(layouts.size());
   for (int round = 0; round < rounds; ++round) {
+    if (before_round) before_round();
     for (size_t i = 0; i < layouts.size(); ++i) {
       rows[i].measured = measure(layouts[i].config);
       step_s[i].push_back(rows[i].measured.step_s);
-      if (round + 1 < rounds) continue;
-      rows[i].measured.step_s = median(std::move(step_s[i]));
-      if (on_row) on_row(rows[i]);
     }
+  }
+  const MachineProfile profile = machine();
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    rows[i].layout = layouts[i].name;
+    rows[i].measured.step_s = median(std::move(step_s[i]));
+    rows[i].predicted = predict(replayed[i], profile);
+    if (on_row) on_row(rows[i]);
   }
   return rows;
 }

@@ -39,14 +39,22 @@ struct SweepLayout {
   TrainConfig config;  // its steps at least 3; trained on the local backend
 };
 
-// Predicts every layout on `machine`, then trains each `rounds` times, a round training every
-// layout once in order (so that the machine's drifting pace reaches all of them alike); a
-// layout's measured step is the median over the rounds of each round's median, its peak and
-// bytes the last round's. `on_row` sees each row once its last round is done. InvalidArgument,
-// before anything trains, for a configuration the planner cannot replay, fewer steps, no layout
-// or no round.
+// Replays every layout, then trains each `rounds` times, a round training every layout once in
+// order (so that the machine's drifting pace reaches all of them alike), then predicts each on
+// `machine`; a layout's measured step is the median over the rounds of each round's median, its
+// peak and bytes the last round's. `on_row` sees each row once all are done, in order.
+// InvalidArgument, before anything trains, for a configuration the planner cannot replay, fewer
+// steps, no layout or no round.
 std::vector<SweepRow> sweep_layouts(const std::vector<SweepLayout>& layouts,
                                     const MachineProfile& machine, int rounds,
+                                    const std::function<void(const SweepRow&)>& on_row = {});
+
+// The same with a profile measured over the sweep's own minutes: `before_round` runs before each
+// round (a round of a Calibration, calibrate.h), and `machine` once after the last, its profile
+// the one every layout is predicted on.
+std::vector<SweepRow> sweep_layouts(const std::vector<SweepLayout>& layouts, int rounds,
+                                    const std::function<void()>& before_round,
+                                    const std::function<MachineProfile()>& machine,
                                     const std::function<void(const SweepRow&)>& on_row = {});
 
 // Layouts that together exercise every part of the model on `world` ranks (even, at least 4), as

@@ -564,6 +564,32 @@ TEST_F(Cli, SweepMeasuresEveryAutoLayoutAgainstThePlan) {
   EXPECT_THAT(bad.err, HasSubstr("an even world of at least 4 ranks, got 3"));
 }
 
+// meshtrain sweep --calibrate takes a round of the calibration before each of its rounds and
+// predicts on the profile they make, which it writes as plan --calibrate does.
+TEST_F(Cli, SweepCalibratesBetweenItsRounds) {
+  const std::string layouts = dir_.file("layouts.txt"), profile = dir_.file("machine.json"),
+                    json_path = dir_.file("sweep.json");
+  write_file_atomically(layouts, "--mesh dp_shard=2 --fsdp full\n");
+  const CliResult r =
+      run_cli(dir_, "sweep --model demo --data '" + tokens_ +
+                        "' --world 2 --batch 4 --seq 16 --steps 3 --rounds 2 "
+                        "--threads 1 --layouts '" +
+                        layouts + "' --calibrate '" + profile + "' --json '" + json_path + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t first = r.out.find("round 1/2: calibrating"),
+               second = r.out.find("round 2/2: calibrating"), wrote = r.out.find("wrote "),
+               table = r.out.find("--mesh dp_shard=2 --fsdp full");
+  ASSERT_NE(first, std::string::npos) << r.out;
+  ASSERT_NE(second, std::string::npos) << r.out;
+  EXPECT_LT(first, second);
+  EXPECT_LT(second, wrote);
+  EXPECT_LT(wrote, table);
+  const nlohmann::json json = nlohmann::json::parse(read_small_file(json_path));
+  EXPECT_EQ(json["machine"], "calibrated (1 thread per rank)");
+  EXPECT_TRUE(
+      nlohmann::json::parse(read_small_file(profile))["kernels"].contains("linear_forward"));
+}
+
 // meshtrain plan replays each rank alone: without a pipeline its tables are the dry run's line for
 // line; it answers for thousands of ranks, checks a device's capacity, prints JSON for scripts,
 // and refuses bad layouts by flag.

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "meshtrain/core/error.h"
 #include "tests/support/error_message.h"
@@ -55,6 +57,39 @@ TEST(SweepRows, RefuseTooFewStepsBeforeTraining) {
       },
       "at least one round");
   expect_error<InvalidArgument>([&] { sweep_layouts({}, machine_preset("cpu"), 1); }, "no layouts");
+}
+
+// With a profile measured over the sweep: its rounds go before each of the sweep's, the profile is
+// asked for once after the last, and every prediction is on it; a layout the planner refuses
+// stops the sweep before the first round.
+TEST(SweepRows, TakeAProfileMeasuredBetweenTheirRounds) {
+  TrainConfig c = uneven_config();
+  c.steps = 3;
+  std::vector<std::string> events;
+  MachineProfile measured = machine_preset("cpu");
+  measured.name = "measured over the sweep";
+  const std::vector<SweepRow> rows = sweep_layouts(
+      {{"x", c}}, 2, [&] { events.push_back("round"); },
+      [&] {
+        events.push_back("profile");
+        return measured;
+      },
+      [&](const SweepRow& row) { events.push_back("row " + row.layout); });
+  EXPECT_EQ(events, (std::vector<std::string>{"round", "round", "profile", "row x"}));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_GT(rows[0].measured.step_s, 0.0);
+  EXPECT_EQ(rows[0].predicted.step_s,
+            sweep_layouts({{"x", c}}, measured, 1).front().predicted.step_s);
+
+  events.clear();
+  c.steps = 2;
+  expect_error<InvalidArgument>(
+      [&] {
+        sweep_layouts(
+            {{"x", c}}, 1, [&] { events.push_back("round"); }, [&] { return measured; });
+      },
+      "at least 3 steps per layout");
+  EXPECT_TRUE(events.empty());
 }
 
 }  // namespace
