@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <future>
 #include <iterator>
+#include <map>
 #include <optional>
 
 #include "meshtrain/core/error.h"
@@ -180,7 +181,7 @@ class Search {
     const double capacity = machine_.device_memory;
     const MeshLayout& mesh = p.layout.mesh;
     const int stages = pipeline_ranks(mesh);
-    const std::vector<ModelStateBytes> states = stage_leader_model_states(model_, p.layout);
+    const std::vector<ModelStateBytes>& states = stage_model_states(p.layout);
     for (int s = 0; s < stages; ++s) {
       if (states[s].total() <= p.peak_bytes) continue;
       p.peak_rank = s * (mesh.size() / stages);
@@ -223,9 +224,21 @@ class Search {
     p.throughput = predicted_throughput(model_, p.layout, p.workload, time.step, machine_);
   }
 
+  // The stage leaders' model state, which of the layouts of one mesh and FSDP mode only their
+  // virtual stages change (not the schedule's order, the micro-batches or the checkpointing).
+  const std::vector<ModelStateBytes>& stage_model_states(const PlanLayout& layout) {
+    auto it = states_by_virtual_stages_.find(layout.pp.virtual_stages);
+    if (it == states_by_virtual_stages_.end())
+      it = states_by_virtual_stages_
+               .emplace(layout.pp.virtual_stages, stage_leader_model_states(model_, layout))
+               .first;
+    return it->second;
+  }
+
   const ModelSpec& model_;
   const SearchSpace& space_;
   const MachineProfile& machine_;
+  std::map<int, std::vector<ModelStateBytes>> states_by_virtual_stages_;
   LayoutSearch out_;
 };
 

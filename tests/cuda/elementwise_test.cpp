@@ -1,4 +1,5 @@
-// add, axpy, scale, sum_squares and cast against the CPU kernels (casts also bit for bit).
+// add, axpy, scale, sum_squares, cast and cast_columns against the CPU kernels (casts also bit
+// for bit).
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -118,6 +119,21 @@ TEST(CudaCast, Bf16ToF32AndSameDtypeCopiesAreExact) {
   Tensor ids_copy = Tensor::zeros({3}, DType::i32, gpu());
   ops::cuda::cast(ids_copy, ids.to(gpu()));
   EXPECT_EQ(ids_copy.to_vector(), ids.to_vector());
+}
+
+// Every dtype pair over a window of columns, bit for bit with the CPU kernel, the rest of out
+// untouched (the same-dtype pairs are one 2D copy, the others a kernel).
+TEST(CudaCast, ColumnWindowsMatchTheCpuBitForBit) {
+  MT_REQUIRE_GPU();
+  const int64_t rows = 37, in_cols = 1031, out_cols = 517, cols = 509;
+  for (DType in_dtype : {DType::f32, DType::bf16})
+    for (DType out_dtype : {DType::f32, DType::bf16}) {
+      const Operand in = random_operand({rows, in_cols}, in_dtype, 9);
+      const Operand out = random_operand({rows, out_cols}, out_dtype, 10);
+      ops::cuda::cast_columns(out.gpu, 5, in.gpu, 300, cols);
+      ops::cpu::cast_columns(out.cpu, 5, in.cpu, 300, cols);
+      expect_close(out.gpu, out.cpu, {0.0, 0.0}, "cast_columns");
+    }
 }
 
 }  // namespace

@@ -96,6 +96,39 @@ TEST(OpsCast, Bf16ToF32IsExactAndCopiesKeepBits) {
   EXPECT_EQ(ids_copy.to_vector(), (std::vector<float>{7, -3}));
 }
 
+// A window of columns of every row, converted, the rest of out untouched: FSDP's parameter out
+// of its all-gather [ranks, shard] and its gradient back into a reduce-scatter's input.
+TEST(OpsCastColumns, CopiesTheWindowOfEveryRowAndNothingElse) {
+  std::vector<float> values(3 * 5);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.5f + static_cast<float>(i);
+  const Tensor in = Tensor::from_vector(values, {3, 5});
+  const Tensor out = Tensor::from_vector(std::vector<float>(3 * 4, -1.f), {3, 4});
+  ops::cast_columns(out, 1, in, 2, 3);
+  EXPECT_EQ(out.to_vector(), (std::vector<float>{-1, 2.5, 3.5, 4.5,  //
+                                                 -1, 7.5, 8.5, 9.5,  //
+                                                 -1, 12.5, 13.5, 14.5}));
+  const Tensor narrow = Tensor::zeros({3, 2}, DType::bf16);
+  ops::cast_columns(narrow, 0, in, 3, 2);
+  EXPECT_EQ(narrow.to_vector(), (std::vector<float>{3.5, 4.5, 8.5, 9.5, 13.5, 14.5}));
+  const Tensor wide = Tensor::zeros({3, 3});
+  ops::cast_columns(wide, 1, narrow, 0, 2);
+  EXPECT_EQ(wide.to_vector(), (std::vector<float>{0, 3.5, 4.5, 0, 8.5, 9.5, 0, 13.5, 14.5}));
+}
+
+// Rows long enough that the threads split the window inside rows as well as between them.
+TEST(OpsCastColumns, EqualsOneCastPerRowOnLongRows) {
+  const int64_t rows = 3, in_cols = 70001, out_cols = 50000, cols = 49999;
+  std::vector<float> values(static_cast<size_t>(rows * in_cols));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 997) * 0.25f;
+  const Tensor in = Tensor::from_vector(values, {rows, in_cols});
+  const Tensor got = Tensor::zeros({rows, out_cols}, DType::bf16);
+  const Tensor want = Tensor::zeros({rows, out_cols}, DType::bf16);
+  ops::cast_columns(got, 1, in, 7, cols);
+  for (int64_t r = 0; r < rows; ++r)
+    ops::cast(want.view(r * out_cols + 1, {cols}), in.view(r * in_cols + 7, {cols}));
+  EXPECT_EQ(got.to_vector(), want.to_vector());
+}
+
 TEST(OpsCastValidation, UnsupportedPairsAndSizes) {
   testing::expect_error<InvalidArgument>(
       [] { ops::cast(Tensor::empty({2}), Tensor::empty({2}, DType::i32)); },
@@ -103,6 +136,17 @@ TEST(OpsCastValidation, UnsupportedPairsAndSizes) {
   testing::expect_error<InvalidArgument>(
       [] { ops::cast(Tensor::empty({3}, DType::bf16), Tensor::empty({2})); },
       "cast: out must hold the elements of in = 2 elements, got bf16[3] on cpu");
+  testing::expect_error<InvalidArgument>(
+      [] {
+        ops::cast_columns(Tensor::empty({2, 3}), 0, Tensor::empty({3, 3}), 0, 1);
+      },
+      "cast_columns: out must be [rows, out columns] = [3, *], got f32[2, 3] on cpu");
+  testing::expect_error<InvalidArgument>(
+      [] {
+        ops::cast_columns(Tensor::empty({2, 3}), 1, Tensor::empty({2, 4}), 2, 3);
+      },
+      "cast_columns: columns [2, 5) of in = f32[2, 4] on cpu into columns [1, 4) of out = "
+      "f32[2, 3] on cpu must lie within both");
 }
 
 }  // namespace

@@ -67,6 +67,16 @@ TEST(OpCounts, BytesOnlyForKernelsWithoutProducts) {
   EXPECT_DOUBLE_EQ(counts.by_op().at("add").bytes, 3 * 4.0 * 12);
 }
 
+TEST(OpCounts, AWindowCopyCountsTheWindowNotTheMatrices) {
+  const Tensor in = Tensor::zeros({4, 10});
+  const Tensor out = Tensor::zeros({4, 6}, DType::bf16);
+  OpCounts counts;
+  const OpCountScope counting(&counts);
+  cast_columns(out, 1, in, 2, 5);
+  EXPECT_EQ(counts.by_op().at("cast_columns").calls, 1);
+  EXPECT_DOUBLE_EQ(counts.by_op().at("cast_columns").bytes, 4 * 5 * (4.0 + 2.0));
+}
+
 TEST(OpCounts, UnderTheSectionTheCodeNames) {
   OpCounts counts;
   const OpCountScope counting(&counts);

@@ -29,6 +29,13 @@ TEST(TpPlan, PatternsMatchOneNamePartPerStar) {
   EXPECT_FALSE(nn::matches_pattern("h.*.attn.c_attn", "h.0.attn"));
   EXPECT_FALSE(nn::matches_pattern("h.*", "h.0.mlp"));
   EXPECT_FALSE(nn::matches_pattern("wte", "wpe"));
+  // A part is matched whole: neither a prefix of it nor a '*' inside it stands for more.
+  EXPECT_FALSE(nn::matches_pattern("h.1.attn", "h.11.attn"));
+  EXPECT_FALSE(nn::matches_pattern("h.11.attn", "h.1.attn"));
+  EXPECT_FALSE(nn::matches_pattern("h.1*.attn", "h.11.attn"));
+  EXPECT_TRUE(nn::matches_pattern("h.1*.attn", "h.1*.attn"));
+  EXPECT_TRUE(nn::matches_pattern("*.*", "h.0"));
+  EXPECT_TRUE(nn::matches_pattern("h.*.attn", "h..attn"));  // '*' matches an empty part
 }
 
 // Every rule of GPT-2's plan names modules of the model (a pipeline stage may hold none of them,

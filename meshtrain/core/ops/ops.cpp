@@ -45,6 +45,8 @@ class Args {
   double bytes() const { return bytes_; }
   double flops() const { return flops_; }
   void set_flops(double flops) { flops_ = flops; }
+  // For a kernel that touches part of its tensors: the bytes it reads and writes instead.
+  void set_bytes(double bytes) { bytes_ = bytes; }
 
   // An activation, parameter or gradient: f32 or bf16.
   void compute(const char* name, const Tensor& t) {
@@ -600,6 +602,29 @@ void cast(const Tensor& out, const Tensor& in) {
            " and out = ", out.describe());
   args.numel("out", out, "the elements of in", in.numel());
   MT_DISPATCH(args, cast, out, in);
+}
+
+void cast_columns(const Tensor& out, int64_t out_col, const Tensor& in, int64_t in_col,
+                  int64_t cols) {
+  Args args("cast_columns");
+  args.tensor("in", in);
+  args.tensor("out", out);
+  const bool float_pair = (in.dtype() == DType::f32 && out.dtype() == DType::bf16) ||
+                          (in.dtype() == DType::bf16 && out.dtype() == DType::f32);
+  MT_CHECK(float_pair || in.dtype() == out.dtype(),
+           "cast_columns: converts f32 <-> bf16 or copies within one dtype, got in = ",
+           in.describe(), " and out = ", out.describe());
+  args.shape("in", in, "[rows, in columns]", {kAny, kAny});
+  args.shape("out", out, "[rows, out columns]", {in.dim(0), kAny});
+  MT_CHECK(cols >= 0 && in_col >= 0 && out_col >= 0 && in_col + cols <= in.dim(1) &&
+               out_col + cols <= out.dim(1),
+           "cast_columns: columns [", in_col, ", ", in_col + cols, ") of in = ", in.describe(),
+           " into columns [", out_col, ", ", out_col + cols, ") of out = ", out.describe(),
+           " must lie within both");
+  const int64_t elements = in.dim(0) * cols;
+  args.set_bytes(static_cast<double>(elements) *
+                 static_cast<double>(dtype_size(in.dtype()) + dtype_size(out.dtype())));
+  MT_DISPATCH(args, cast_columns, out, out_col, in, in_col, cols);
 }
 
 void adamw_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,

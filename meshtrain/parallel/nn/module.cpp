@@ -16,15 +16,25 @@ std::string_view tp_style_name(TpStyle style) {
   return "unknown";
 }
 
+// Part by part, a character at a time: a plan's rules meet every module of the model, and most
+// differ within a name's first characters.
 bool matches_pattern(std::string_view pattern, std::string_view name) {
+  size_t p = 0, n = 0;
   while (true) {
-    const size_t p_dot = pattern.find('.'), n_dot = name.find('.');
-    const std::string_view p_part = pattern.substr(0, p_dot), n_part = name.substr(0, n_dot);
-    if (p_part != "*" && p_part != n_part) return false;
-    if (p_dot == std::string_view::npos || n_dot == std::string_view::npos)
-      return p_dot == n_dot;
-    pattern.remove_prefix(p_dot + 1);
-    name.remove_prefix(n_dot + 1);
+    const bool wildcard = p < pattern.size() && pattern[p] == '*' &&
+                          (p + 1 == pattern.size() || pattern[p + 1] == '.');
+    if (wildcard) {
+      ++p;
+      while (n < name.size() && name[n] != '.') ++n;
+    } else {
+      for (; p < pattern.size() && pattern[p] != '.'; ++p, ++n)
+        if (n == name.size() || name[n] != pattern[p]) return false;
+      if (n < name.size() && name[n] != '.') return false;
+    }
+    // Both at the end of a part: a dot or the end of the string.
+    if (p == pattern.size() || n == name.size()) return p == pattern.size() && n == name.size();
+    ++p;
+    ++n;
   }
 }
 

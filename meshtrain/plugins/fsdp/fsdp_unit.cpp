@@ -1,5 +1,7 @@
 #include "meshtrain/plugins/fsdp/fsdp_unit.h"
 
+#include <algorithm>
+
 #include "meshtrain/core/error.h"
 #include "meshtrain/core/memory.h"
 #include "meshtrain/core/ops/ops.h"
@@ -34,6 +36,22 @@ void copy_elements(const Tensor& dst, int64_t dst_offset, const Tensor& src, int
 }
 void zero_elements(const Tensor& dst, int64_t offset, int64_t n) {
   if (n > 0) dst.view(offset, {n}).zero_();
+}
+
+// How shard_range splits a parameter's rows over the shard ranks: ranks [0, full) hold a whole
+// chunk each, rank `full` (when there is one) the `rest` elements left, the ranks after it none.
+// The whole chunks move in one cast_columns, a row of the unit's shards [ranks, shard numel]
+// per rank, rather than one copy per rank.
+struct ChunkSplit {
+  int64_t chunk = 0;  // elements of a whole chunk (the parameter's shard, padded)
+  int64_t full = 0;
+  int64_t rest = 0;
+};
+ChunkSplit chunk_split(const ParamShard& s, int ranks) {
+  const int64_t chunk = s.shard_numel(), numel = s.rows * s.row_numel;
+  if (chunk == 0) return {};
+  const int64_t full = std::min<int64_t>(ranks, numel / chunk);
+  return {.chunk = chunk, .full = full, .rest = numel - full * chunk};
 }
 // sum += x, with sum f32 and x f32 or narrower (widened through a temporary, on sum's device).
 void add_as_f32(const Tensor& sum, const Tensor& x) {
@@ -149,11 +167,12 @@ Tensor FsdpUnit::assemble(const Tensor& gathered, const ParamShard& s, DType dty
   MemoryCategoryScope scope(MemoryCategory::unsharded_param);
   Tensor full = Tensor::empty(s.param->shape(), dtype, compute_device_);
   const Tensor flat = full.flatten();
-  for (int r = 0; r < shard_size(); ++r) {
-    const ShardRange rows = s.rows_of(r, shard_size());
-    copy_elements(flat, rows.offset * s.row_numel, gathered, r * layout_.shard_numel + s.offset,
-                  rows.size * s.row_numel);
-  }
+  const ChunkSplit split = chunk_split(s, shard_size());
+  if (split.full > 0)
+    ops::cast_columns(flat.view(0, {split.full, split.chunk}), 0,
+                      gathered.view(0, {split.full, layout_.shard_numel}), s.offset, split.chunk);
+  copy_elements(flat, split.full * split.chunk, gathered,
+                split.full * layout_.shard_numel + s.offset, split.rest);
   return full;
 }
 
@@ -205,11 +224,16 @@ void FsdpUnit::reduce_grads(bool last_micro_batch) {
     const ParamShard& s = layout_.params[i];
     if (s.grad_offset < 0) continue;
     const Tensor flat = (f32_sums_[i].defined() ? f32_sums_[i] : full_grads_[i]).flatten();
-    for (int r = 0; r < shard_size(); ++r) {
-      const ShardRange rows = s.rows_of(r, shard_size());
-      const int64_t at = r * segment + s.grad_offset, n = rows.size * s.row_numel;
-      copy_elements(red.staging, at, flat, rows.offset * s.row_numel, n);
-      zero_elements(red.staging, at + n, s.shard_numel() - n);  // padding reduces to zero
+    const ChunkSplit split = chunk_split(s, shard_size());
+    if (split.full > 0)
+      ops::cast_columns(red.staging.view(0, {split.full, segment}), s.grad_offset,
+                        flat.view(0, {split.full, split.chunk}), 0, split.chunk);
+    // The ranks past the whole chunks: the rest, then padding, which reduces to zero.
+    for (int64_t r = split.full; r < shard_size(); ++r) {
+      const int64_t at = r * segment + s.grad_offset;
+      const int64_t n = r == split.full ? split.rest : 0;
+      copy_elements(red.staging, at, flat, split.full * split.chunk, n);
+      zero_elements(red.staging, at + n, split.chunk - n);
     }
     full_grads_[i] = Tensor();  // the unit has resharded: this was the last handle
     f32_sums_[i] = Tensor();

@@ -1,6 +1,5 @@
 #include "meshtrain/plugins/pp/pp_strategy.h"
 
-#include <algorithm>
 #include <map>
 #include <set>
 
@@ -54,11 +53,12 @@ void PpStrategy::apply(ParallelContext& ctx, const std::vector<std::string>& axe
 
   stage_model_ = std::make_unique<StageModel>(full, mine);
   // The other stages' parameters are not this rank's to hold: free them.
-  const std::vector<Parameter*> kept = stage_model_->parameters();
+  const std::vector<Parameter*> kept_list = stage_model_->parameters();
+  const std::set<Parameter*> kept(kept_list.begin(), kept_list.end());
+  const std::string elsewhere =
+      detail::concat("it lives on another pipeline stage than pp rank ", placement.rank, "'s");
   for (Parameter* p : full.parameters())
-    if (std::find(kept.begin(), kept.end(), p) == kept.end())
-      p->make_unavailable(detail::concat("it lives on another pipeline stage than pp rank ",
-                                         placement.rank, "'s"));
+    if (!kept.count(p)) p->make_unavailable(elsewhere);
   placement.spans = stage_model_->local_spans();
   ctx.model = stage_model_.get();
   ctx.unit_specs = stage_model_->default_units();

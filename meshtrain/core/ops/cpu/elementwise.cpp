@@ -98,6 +98,20 @@ double sum_squares_as(const Tensor& x) {
   for (int64_t b = 0; b < blocks; ++b) sum += partial[b];
   return sum;
 }
+
+// n elements of `in` from element in_at into `out` at out_at, converted as cast converts.
+void cast_elements(const Tensor& out, int64_t out_at, const Tensor& in, int64_t in_at, int64_t n) {
+  if (out.dtype() == in.dtype()) {
+    const size_t size = dtype_size(in.dtype());
+    std::memcpy(static_cast<char*>(out.raw_data()) + static_cast<size_t>(out_at) * size,
+                static_cast<const char*>(in.raw_data()) + static_cast<size_t>(in_at) * size,
+                static_cast<size_t>(n) * size);
+  } else if (out.dtype() == DType::bf16) {
+    to_bf16_block(in.data<float>() + in_at, out.data<BF16>() + out_at, n);
+  } else {
+    to_f32_block(in.data<BF16>() + in_at, out.data<float>() + out_at, n);
+  }
+}
 }  // namespace
 
 void add(const Tensor& out, const Tensor& a, const Tensor& b) {
@@ -124,31 +138,34 @@ double sum_squares(const std::vector<Tensor>& xs) {
 
 void cast(const Tensor& out, const Tensor& in) {
   const int64_t n = in.numel();
+  if (n == 0) return;
   if (out.dtype() == in.dtype()) {
     const auto* src = static_cast<const char*>(in.raw_data());
     auto* dst = static_cast<char*>(out.raw_data());
     const int64_t bytes = static_cast<int64_t>(in.nbytes());
-    if (bytes == 0 || src == dst) return;
+    if (src == dst) return;
     if (src < dst + bytes && dst < src + bytes) {  // overlapping: one memmove
       std::memmove(dst, src, static_cast<size_t>(bytes));
       return;
     }
-    parallel_for(bytes, 4 * kGrain, [&](int64_t begin, int64_t end) {
-      std::memcpy(dst + begin, src + begin, static_cast<size_t>(end - begin));
-    });
-  } else if (out.dtype() == DType::bf16) {
-    const float* src = in.data<float>();
-    BF16* dst = out.data<BF16>();
-    parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
-      to_bf16_block(src + begin, dst + begin, end - begin);
-    });
-  } else {
-    const BF16* src = in.data<BF16>();
-    float* dst = out.data<float>();
-    parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
-      to_f32_block(src + begin, dst + begin, end - begin);
-    });
   }
+  parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+    cast_elements(out, begin, in, begin, end - begin);
+  });
+}
+
+void cast_columns(const Tensor& out, int64_t out_col, const Tensor& in, int64_t in_col,
+                  int64_t cols) {
+  if (cols == 0) return;
+  const int64_t in_row = in.dim(1), out_row = out.dim(1);
+  // The window's elements in row-major order, split across threads wherever rows end.
+  parallel_for(in.dim(0) * cols, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end;) {
+      const int64_t r = i / cols, c = i % cols, n = std::min(end - i, cols - c);
+      cast_elements(out, r * out_row + out_col + c, in, r * in_row + in_col + c, n);
+      i += n;
+    }
+  });
 }
 
 }  // namespace meshtrain::ops::cpu

@@ -41,6 +41,20 @@ struct Convert {
   __device__ void operator()(int64_t i) const { out[i] = from_float<Out>(as_float(in[i])); }
 };
 
+// Element i of a window `cols` wide over rows of out_row and in_row elements.
+template <typename Out, typename In>
+struct ConvertColumns {
+  Out* out;
+  int64_t out_row;
+  const In* in;
+  int64_t in_row;
+  int64_t cols;
+  __device__ void operator()(int64_t i) const {
+    const int64_t r = i / cols, c = i % cols;
+    out[r * out_row + c] = from_float<Out>(as_float(in[r * in_row + c]));
+  }
+};
+
 // Pass one: each block's partial sum, accumulated in double; pass two adds the partials in a fixed
 // order, so the result does not depend on scheduling.
 constexpr int kSumBlocks = 1024;
@@ -137,6 +151,30 @@ void cast(const Tensor& out, const Tensor& in) {
       using Out = typename decltype(out_tag)::type;
       using In = typename decltype(in_tag)::type;
       launch_elementwise(in.numel(), Convert<Out, In>{ptr<Out>(out), ptr<In>(in)});
+    });
+  });
+}
+
+void cast_columns(const Tensor& out, int64_t out_col, const Tensor& in, int64_t in_col,
+                  int64_t cols) {
+  use_device(out);
+  const int64_t rows = in.dim(0);
+  if (rows == 0 || cols == 0) return;
+  if (out.dtype() == in.dtype()) {
+    const size_t size = dtype_size(in.dtype());
+    MT_CUDA_CHECK(
+        cudaMemcpy2DAsync(static_cast<char*>(out.raw_data()) + out_col * size, out.dim(1) * size,
+                          static_cast<const char*>(in.raw_data()) + in_col * size, in.dim(1) * size,
+                          cols * size, rows, cudaMemcpyDeviceToDevice, stream()));
+    return;
+  }
+  dispatch_float(out.dtype(), [&](auto out_tag) {
+    dispatch_float(in.dtype(), [&](auto in_tag) {
+      using Out = typename decltype(out_tag)::type;
+      using In = typename decltype(in_tag)::type;
+      launch_elementwise(rows * cols,
+                         ConvertColumns<Out, In>{ptr<Out>(out) + out_col, out.dim(1),
+                                                 ptr<In>(in) + in_col, in.dim(1), cols});
     });
   });
 }
