@@ -26,8 +26,8 @@ void add_machine_flags(CLI::App* cmd, const std::shared_ptr<MachineFlags>& f,
                   "a machine profile (JSON) that --calibrate wrote, in place of --machine");
   cmd->add_option("--calibrate", f->calibrate,
                   "measure this machine's kernels (single-rank steps of a few shapes) and the "
-                  "local backend's collectives (sweep: a round of the kernels before each of its "
-                  "rounds), write the profile to this file, and predict with it");
+                  "local backend's collectives (sweep: a round of the calibration before each of "
+                  "its rounds), write the profile to this file, and predict with it");
   cmd->add_option("--gpus-per-node", f->devices_per_node,
                   "devices per node, ranks numbered tp fastest (default: the machine's)")
       ->check(CLI::PositiveNumber);
@@ -67,31 +67,26 @@ CalibrationOptions start_calibration(const MachineFlags& f, int ranks, int threa
   return options;
 }
 
-MachineProfile finish_calibration(const MachineFlags& f, const Calibration& calibration,
+MachineProfile finish_calibration(const MachineFlags& f, const MachineProfile& measured,
                                   std::ostream& log) {
-  const MachineProfile profile = calibration.finish();
-  write_file_atomically(f.calibrate, machine_profile_json(profile));
-  log << "wrote " << f.calibrate << ": " << profile.kernels.size()
+  write_file_atomically(f.calibrate, machine_profile_json(measured));
+  log << "wrote " << f.calibrate << ": " << measured.kernels.size()
       << " kernels fitted; all-gathers (latency + bandwidth by group size)";
   const char* separator = " ";
-  for (const auto& [group_size, fit] : profile.collectives) {
+  for (const auto& [group_size, fit] : measured.collectives) {
     log << separator << group_size << ": " << duration_text(fit.per_call) << " + "
         << 1e-9 / fit.per_unit << " GB/s";
     separator = ", ";
   }
   log << "\n\n";
-  return with_overrides(f, profile);
+  return with_overrides(f, measured);
 }
 
 MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank,
                           std::ostream& log) {
-  check_one_source(f);
-  if (!f.calibrate.empty()) {
-    const CalibrationOptions options = start_calibration(f, ranks, threads_per_rank, log);
-    Calibration calibration(options);
-    for (int round = 0; round < options.rounds; ++round) calibration.measure_round();
-    return finish_calibration(f, calibration, log);
-  }
+  if (!f.calibrate.empty())
+    return finish_calibration(
+        f, calibrate_this_machine(start_calibration(f, ranks, threads_per_rank, log)), log);
   return with_overrides(
       f, f.machine_file.empty()
              ? machine_preset(f.machine)

@@ -34,10 +34,11 @@ MachineProfile machine_of(const MachineFlags& f, int ranks, int threads_per_rank
 
 // machine_of's calibration taken in two parts, for a caller that spreads its rounds among its
 // own (meshtrain sweep): the options, once the flags and the output file are checked and `log`
-// told; then the finished profile, written to --calibrate's file, with the flags' overrides.
+// told; then the measured profile written to --calibrate's file, `log` told its collectives, and
+// returned with the flags' overrides.
 CalibrationOptions start_calibration(const MachineFlags& f, int ranks, int threads_per_rank,
                                      std::ostream& log);
-MachineProfile finish_calibration(const MachineFlags& f, const Calibration& calibration,
+MachineProfile finish_calibration(const MachineFlags& f, const MachineProfile& measured,
                                   std::ostream& log);
 
 // "1.234 s", "12.3 ms", "45.6 us": a duration of any size in its unit.

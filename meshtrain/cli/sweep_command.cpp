@@ -236,7 +236,8 @@ void add_sweep_command(CLI::App& app, const Registries& registries) {
                           },
                           [&] {
                             std::cout << "\n";
-                            machine = finish_calibration(*f->machine, *calibration, std::cout);
+                            machine =
+                                finish_calibration(*f->machine, calibration->finish(), std::cout);
                             return machine;
                           },
                           print)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 
 #include "meshtrain/core/comm/local/local_world.h"
@@ -99,35 +100,22 @@ std::vector<CalibrationShape> calibration_shapes() {
   return shapes;
 }
 
-// Latency + bytes sent / bandwidth of the all-gathers of a range of sizes in groups of
-// `group_size` of `ranks` local ranks, every group at once (as a mesh axis's groups run), rank
-// 0's view: each timed from a barrier to its completion, the best of several.
-KernelFit measure_all_gathers(int ranks, int group_size) {
-  std::vector<KernelSample> samples;  // calls 1, work = bytes sent
-  spawn_ranks(ranks, [&](RankContext& ctx) {
-    const DeviceMesh mesh(ctx.world,
-                          parse_mesh_spec(detail::concat("dp_replicate=", ranks / group_size,
-                                                         ",dp_shard=", group_size)));
-    Communicator& group = mesh.comm(mesh_axis::dp_shard);
-    for (int64_t floats = 16 << 10; floats <= (4 << 20); floats *= 4) {
-      const int64_t chunk = floats / group_size;  // each rank's part
-      const Tensor in = Tensor::zeros({chunk});
-      const Tensor out = Tensor::zeros({chunk * group_size});
-      double best = 1e30;
-      uint64_t sent = 0;
-      for (int repeat = 0; repeat < 5; ++repeat) {
-        ctx.world.barrier()->wait();
-        const uint64_t before = group.counters().total_sent();
-        const auto start = std::chrono::steady_clock::now();
-        group.all_gather_into(out, in)->wait();
-        best = std::min(
-            best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        sent = group.counters().total_sent() - before;
-      }
-      if (ctx.rank == 0) samples.push_back({1, static_cast<double>(sent), best});
-    }
-  });
-  return fit_kernel(samples);
+// One round's measurements of the collectives in groups of one size.
+struct CollectiveSamples {
+  std::vector<KernelSample> all_gathers;  // a size each: calls 1, work = bytes sent
+  std::vector<double> call_latency;       // seconds, a latency loop each
+};
+
+// The fastest of the samples of each size (the rounds' best of five, the best of them all).
+std::vector<KernelSample> fastest_of_each_size(const std::vector<KernelSample>& samples) {
+  std::map<double, KernelSample> fastest;
+  for (const KernelSample& s : samples) {
+    const auto [it, added] = fastest.emplace(s.work, s);
+    if (!added && s.seconds < it->second.seconds) it->second = s;
+  }
+  std::vector<KernelSample> out;
+  for (const auto& [work, sample] : fastest) out.push_back(sample);
+  return out;
 }
 
 // A burst of compute standing for a step's kernels between two of its collectives (about 200 us
@@ -139,42 +127,65 @@ float compute_burst(float x) {
   return x;
 }
 
-// The latency of a collective call as a training step's calls meet it, in groups of `group_size`
-// of `ranks` local ranks, every group at once: each rank arrives from a burst of compute and sleeps
-// in its wait until the group's last rank has arrived and moved the data, so a call costs the
-// ranks' wake-ups and switches (on a VM, the interrupts that wake an idle core), which the best
-// case after a barrier (measure_all_gathers) does not show. Measured as the time a loop of bursts
-// takes with a small all-gather after each, less the same loop without them, per call; the median
-// of several rounds, the two loops taken in turn.
-double measure_call_latency(int ranks, int group_size) {
-  constexpr int kCalls = 400;
-  constexpr int kRounds = 9;
-  std::vector<double> per_call;
+// The collectives in groups of `group_size` of `ranks` local ranks, every group at once (as a mesh
+// axis's groups run), rank 0's view, in one round of the calibration.
+//
+// Bandwidth: all-gathers of a range of sizes, each timed from a barrier to its completion, the
+// best of five.
+//
+// Latency, as a training step's calls meet it: each rank arrives from a burst of compute and
+// sleeps in its wait until the group's last rank has arrived and moved the data, so a call costs
+// the ranks' wake-ups and switches (on a VM, the interrupts that wake an idle core), which the best
+// case after a barrier does not show. Measured as the time a loop of bursts takes with a small
+// all-gather after each, less the same loop without them, per call; the two loops taken in turn,
+// a few times.
+CollectiveSamples measure_collectives(int ranks, int group_size) {
+  constexpr int kLatencyCalls = 400;
+  constexpr int kLatencyLoops = 3;
+  CollectiveSamples out;
   spawn_ranks(ranks, [&](RankContext& ctx) {
     const DeviceMesh mesh(ctx.world,
                           parse_mesh_spec(detail::concat("dp_replicate=", ranks / group_size,
                                                          ",dp_shard=", group_size)));
     Communicator& group = mesh.comm(mesh_axis::dp_shard);
+    for (int64_t floats = 16 << 10; floats <= (4 << 20); floats *= 4) {
+      const int64_t chunk = floats / group_size;  // each rank's part
+      const Tensor in = Tensor::zeros({chunk});
+      const Tensor out_buffer = Tensor::zeros({chunk * group_size});
+      double best = 1e30;
+      uint64_t sent = 0;
+      for (int repeat = 0; repeat < 5; ++repeat) {
+        ctx.world.barrier()->wait();
+        const uint64_t before = group.counters().total_sent();
+        const auto start = std::chrono::steady_clock::now();
+        group.all_gather_into(out_buffer, in)->wait();
+        best = std::min(
+            best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        sent = group.counters().total_sent() - before;
+      }
+      if (ctx.rank == 0) out.all_gathers.push_back({1, static_cast<double>(sent), best});
+    }
+
     const Tensor in = Tensor::zeros({256});
-    const Tensor out = Tensor::zeros({256 * group_size});
+    const Tensor out_buffer = Tensor::zeros({256 * group_size});
     float carried = 1;
     const auto loop_seconds = [&](bool with_calls) {
       ctx.world.barrier()->wait();
       const auto start = std::chrono::steady_clock::now();
-      for (int call = 0; call < kCalls; ++call) {
+      for (int call = 0; call < kLatencyCalls; ++call) {
         carried = compute_burst(carried);
-        if (with_calls) group.all_gather_into(out, in)->wait();
+        if (with_calls) group.all_gather_into(out_buffer, in)->wait();
       }
       ctx.world.barrier()->wait();
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
-    for (int round = 0; round < kRounds; ++round) {
+    for (int loop = 0; loop < kLatencyLoops; ++loop) {
       const double bursts = loop_seconds(false);
       const double with_calls = loop_seconds(true);
-      if (ctx.rank == 0) per_call.push_back((with_calls - bursts) / kCalls);
+      if (ctx.rank == 0) out.call_latency.push_back((with_calls - bursts) / kLatencyCalls);
     }
   });
-  return std::max(0.0, median(std::move(per_call)));
+  return out;
 }
 
 // One rank's training steps of a model shape on a layout, as a run takes them (forward and
@@ -364,7 +375,7 @@ Calibration::Calibration(const CalibrationOptions& options) : options_(options) 
 }
 
 // The shapes taken in turn within the round so that a slow spell of the machine does not skew one
-// shape, and the shared-cores step's rounds after them, for the same reason.
+// shape, the collectives and the shared-cores step's rounds after them, for the same reason.
 void Calibration::measure_round() {
   const std::vector<CalibrationShape> shapes = calibration_shapes();
   kernel_rounds_.resize(shapes.size());
@@ -373,6 +384,15 @@ void Calibration::measure_round() {
     for (size_t m = 0; m < shapes.size(); ++m)
       kernel_rounds_[m].push_back(
           measure_kernels(*shapes[m].model, shapes[m].workload, options_.steps));
+  }
+  // Every group size that divides the ranks.
+  for (int group_size = 2; group_size <= options_.ranks; ++group_size) {
+    if (options_.ranks % group_size != 0) continue;
+    const CollectiveSamples measured = measure_collectives(options_.ranks, group_size);
+    std::vector<KernelSample>& all_gathers = all_gathers_[group_size];
+    all_gathers.insert(all_gathers.end(), measured.all_gathers.begin(), measured.all_gathers.end());
+    std::vector<double>& latency = call_latency_[group_size];
+    latency.insert(latency.end(), measured.call_latency.begin(), measured.call_latency.end());
   }
   for (const double seconds : time_shared_cores_step(options_, /*rounds=*/5))
     shared_cores_steps_.push_back(seconds);
@@ -397,13 +417,13 @@ MachineProfile Calibration::finish() const {
   }
   for (const auto& [op, of_op] : samples) profile.kernels[op] = fit_kernel(of_op);
   profile.host_per_call = fit_kernel(host).per_call;
-  // Every group size that divides the ranks, the whole world's as the link's figures.
-  // A fit of free bytes (the sizes too noisy to show their cost) keeps the preset's bandwidth.
-  for (int group_size = 2; group_size <= options_.ranks; ++group_size) {
-    if (options_.ranks % group_size != 0) continue;
-    KernelFit fit = measure_all_gathers(options_.ranks, group_size);
+  // Each group size's bandwidth from its fastest all-gathers and latency the median of its
+  // loops; the whole world's as the link's figures. A fit of free bytes (the sizes too noisy to
+  // show their cost) keeps the preset's bandwidth.
+  for (const auto& [group_size, all_gathers] : all_gathers_) {
+    KernelFit fit = fit_kernel(fastest_of_each_size(all_gathers));
     if (fit.per_unit <= 0) fit.per_unit = 1 / profile.intra_node_bandwidth;
-    fit.per_call = measure_call_latency(options_.ranks, group_size);
+    fit.per_call = std::max(0.0, median(call_latency_.at(group_size)));
     profile.collectives[group_size] = fit;
   }
   const KernelFit& world = profile.collectives.at(options_.ranks);

@@ -13,9 +13,10 @@
 // Collectives: all-gathers in groups of every size that divides the local ranks (a thread each),
 // every group at once, fitted per group size as latency + bytes sent / bandwidth (the alpha-beta
 // model: MachineProfile::collectives), the same within and across "nodes" (one process). The
-// bandwidth from the best of five all-gathers of each of a range of sizes, each from a barrier;
-// the latency as a step's calls meet it, each rank arriving from compute and sleeping in its wait
-// (its wake-ups cost more than the best case after a barrier).
+// bandwidth from the fastest all-gathers of each of a range of sizes over the rounds, each from a
+// barrier; the latency as a step's calls meet it, each rank arriving from compute and sleeping in
+// its wait (its wake-ups cost more than the best case after a barrier), the median of a few loops
+// a round.
 //
 // Cores: the profile records the cores and threads per rank, so that layouts whose threads need
 // more than the cores wait for them (step_time.h), and the share of the cores ranks filling them
@@ -85,17 +86,19 @@ class Calibration {
   // InvalidArgument for fewer than 2 ranks, 1 thread per rank, 1 step or 1 round.
   explicit Calibration(const CalibrationOptions& options);
 
-  // One round: every shape's kernels, then five rounds of the shared-cores step.
+  // One round: every shape's kernels, the collectives of every group size, then five rounds of
+  // the shared-cores step.
   void measure_round();
   // A profile named "calibrated (N thread(s) per rank)" that starts from the cpu preset (its peaks
-  // times the threads per rank, for MFU and any op no shape measured) and replaces its kernel
-  // figures with the fits of the rounds so far and its collective figures with this machine's,
-  // measured now. InvalidArgument before the first round.
+  // times the threads per rank, for MFU and any op no shape measured) and replaces its kernel and
+  // collective figures with the fits of the rounds so far. InvalidArgument before the first round.
   MachineProfile finish() const;
 
  private:
   CalibrationOptions options_;
   std::vector<std::vector<MeasuredSteps>> kernel_rounds_;  // per shape, one per round
+  std::map<int, std::vector<KernelSample>> all_gathers_;   // per group size, every round's
+  std::map<int, std::vector<double>> call_latency_;        // per group size, seconds
   std::vector<double> shared_cores_steps_;                 // seconds, five per round
 };
 
