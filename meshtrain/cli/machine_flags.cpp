@@ -63,7 +63,7 @@ CalibrationOptions start_calibration(const MachineFlags& f, int ranks, int threa
   const CalibrationOptions options{.ranks = std::clamp(ranks, 2, 8),
                                    .threads_per_rank = threads_per_rank};
   log << "calibrating: kernels of single-rank steps with " << options.threads_per_rank
-      << " thread(s), all-gathers over " << options.ranks << " local ranks ..." << std::endl;
+      << " thread(s), collectives over " << options.ranks << " local ranks ..." << std::endl;
   return options;
 }
 
@@ -71,12 +71,15 @@ MachineProfile finish_calibration(const MachineFlags& f, const MachineProfile& m
                                   std::ostream& log) {
   write_file_atomically(f.calibrate, machine_profile_json(measured));
   log << "wrote " << f.calibrate << ": " << measured.kernels.size()
-      << " kernels fitted; all-gathers (latency + bandwidth by group size)";
-  const char* separator = " ";
-  for (const auto& [group_size, fit] : measured.collectives) {
-    log << separator << group_size << ": " << duration_text(fit.per_call) << " + "
-        << 1e-9 / fit.per_unit << " GB/s";
-    separator = ", ";
+      << " kernels fitted; collectives (latency + bandwidth by group size):";
+  for (const auto& [kind, by_size] : measured.collectives) {
+    log << "\n  " << comm_op_name(kind);
+    const char* separator = " ";
+    for (const auto& [group_size, fit] : by_size) {
+      log << separator << group_size << ": " << duration_text(fit.per_call) << " + "
+          << 1e-9 / fit.per_unit << " GB/s";
+      separator = ", ";
+    }
   }
   log << "\n\n";
   return with_overrides(f, measured);

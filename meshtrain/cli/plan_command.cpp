@@ -72,9 +72,9 @@ void print_plan_json(const TrainConfig& config, const PlanLayout& layout,
   for (int r = 0; r < ranks.size(); ++r) {
     const MemoryStats& m = ranks[r].memory;
     nlohmann::ordered_json sent = nlohmann::ordered_json::object();
-    for (const auto& [group, bytes] : ranks[r].sent) sent[group] = bytes;
+    for (const auto& [group, bytes] : ranks[r].sent()) sent[group] = bytes;
     nlohmann::ordered_json calls = nlohmann::ordered_json::object();
-    for (const auto& [group, count] : ranks[r].calls) calls[group] = count;
+    for (const auto& [group, count] : ranks[r].calls()) calls[group] = count;
     ranks_json.push_back({{"rank", r},
                           {"replayed", ranks[r].replayed},
                           {"memory",
@@ -151,7 +151,7 @@ void print_plan(const TrainConfig& config, const PlanLayout& layout,
   std::vector<BytesPerGroup> sent;
   for (int r = 0; r < ranks.size(); ++r) {
     memory.push_back(ranks[r].memory);
-    sent.push_back(ranks[r].sent);
+    sent.push_back(ranks[r].sent());
   }
   print_rank_tables(memory, sent, out);
   const int largest = largest_peak(ranks);

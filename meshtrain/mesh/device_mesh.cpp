@@ -89,12 +89,19 @@ DeviceMesh DeviceMesh::sub_mesh(const std::vector<std::string>& axes) const {
   return DeviceMesh(shared_, layout_.sub_layout(axes));
 }
 
+std::vector<std::pair<std::string, CommCounters>> DeviceMesh::counters_by_group() const {
+  std::vector<std::pair<std::string, CommCounters>> out;
+  for (const MeshAxis& axis : shared_->root.axes())
+    out.emplace_back(axis.name, shared_->comms.at(axis.name)->counters());
+  out.emplace_back(mesh_axis::dp, shared_->comms.at(std::string(mesh_axis::dp))->counters());
+  return out;
+}
+
 std::vector<std::pair<std::string, uint64_t>> DeviceMesh::counted_by_group(
     const std::function<uint64_t(const CommCounters&)>& count) const {
   std::vector<std::pair<std::string, uint64_t>> out;
-  for (const MeshAxis& axis : shared_->root.axes())
-    out.emplace_back(axis.name, count(shared_->comms.at(axis.name)->counters()));
-  out.emplace_back(mesh_axis::dp, count(shared_->comms.at(std::string(mesh_axis::dp))->counters()));
+  for (const auto& [group, counters] : counters_by_group())
+    out.emplace_back(group, count(counters));
   return out;
 }
 

@@ -61,6 +61,8 @@ class DeviceMesh {
   std::vector<std::pair<std::string, uint64_t>> bytes_sent_by_group() const;
   // The calls this rank has made so far on the same groups, in the same order.
   std::vector<std::pair<std::string, uint64_t>> calls_by_group() const;
+  // Each of those groups' counters whole (bytes and calls per op kind), in the same order.
+  std::vector<std::pair<std::string, CommCounters>> counters_by_group() const;
 
   std::string to_string() const;  // "mesh pp=2,tp=2 at rank 3 (world rank 3), coordinates (1, 1)"
 

@@ -1,6 +1,7 @@
 #include "meshtrain/plan/calibrate.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -100,10 +101,16 @@ std::vector<CalibrationShape> calibration_shapes() {
   return shapes;
 }
 
-// One round's measurements of the collectives in groups of one size.
+// The kinds of collective a calibration fits, as training steps issue them: FSDP's all-gathers
+// and reduce-scatters, TP's and HSDP's all-reduces, and a pipeline's transfers (send, whose fit
+// serves recv too: each measured as a shift around the group, a send and a receive a rank).
+constexpr std::array<CommOp, 4> kMeasuredKinds = {CommOp::all_gather, CommOp::reduce_scatter,
+                                                  CommOp::all_reduce, CommOp::send};
+
+// One round's measurements of a kind of collective in groups of one size.
 struct CollectiveSamples {
-  std::vector<KernelSample> all_gathers;  // a size each: calls 1, work = bytes sent
-  std::vector<double> call_latency;       // seconds, a latency loop each
+  std::vector<KernelSample> calls;   // a size each: the calls a rank makes, work = bytes sent
+  std::vector<double> call_latency;  // seconds, a latency loop each
 };
 
 // The fastest of the samples of each size (the rounds' best of five, the best of them all).
@@ -127,21 +134,70 @@ float compute_burst(float x) {
   return x;
 }
 
-// The collectives in groups of `group_size` of `ranks` local ranks, every group at once (as a mesh
-// axis's groups run), rank 0's view, in one round of the calibration.
+// The buffers of a call of `kind` moving `floats` elements in all over a group of `size` (a
+// rank's part of a gather or scatter is floats / size): `in` what it reads, `out` what it writes
+// (an all-reduce's one buffer).
+struct CallBuffers {
+  Tensor in, out;
+};
+CallBuffers call_buffers(CommOp kind, int64_t floats, int64_t size) {
+  const int64_t chunk = floats / size;
+  switch (kind) {
+    case CommOp::all_gather:
+      return {Tensor::zeros({chunk}), Tensor::zeros({chunk * size})};
+    case CommOp::reduce_scatter:
+      return {Tensor::zeros({chunk * size}), Tensor::zeros({chunk})};
+    case CommOp::all_reduce:
+      return {Tensor(), Tensor::zeros({floats})};
+    case CommOp::send:
+      return {Tensor::zeros({floats}), Tensor::zeros({floats})};
+    default:
+      MT_ASSERT(false, "the calibration measures no ", comm_op_name(kind));
+  }
+  return {};
+}
+
+// One call of `kind` over `group`, waited for; the calls it made (a shift around the group is a
+// send and a receive).
+int call_once(Communicator& group, CommOp kind, const CallBuffers& b) {
+  switch (kind) {
+    case CommOp::all_gather:
+      group.all_gather_into(b.out, b.in)->wait();
+      return 1;
+    case CommOp::reduce_scatter:
+      group.reduce_scatter_into(b.out, b.in, ReduceOp::sum)->wait();
+      return 1;
+    case CommOp::all_reduce:
+      group.all_reduce(b.out, ReduceOp::sum)->wait();
+      return 1;
+    case CommOp::send: {
+      const int rank = group.rank(), size = group.size();
+      const WorkPtr sent = group.send(b.in, (rank + 1) % size);
+      group.recv(b.out, (rank + size - 1) % size)->wait();
+      sent->wait();
+      return 2;
+    }
+    default:
+      MT_ASSERT(false, "the calibration measures no ", comm_op_name(kind));
+  }
+  return 0;
+}
+
+// The collectives of `kind` in groups of `group_size` of `ranks` local ranks, every group at once
+// (as a mesh axis's groups run), rank 0's view, in one round of the calibration.
 //
-// Bandwidth: all-gathers of a range of sizes, each timed from a barrier to its completion, the
-// best of five.
+// Bandwidth: calls of a range of sizes, each timed from a barrier to its completion, the best of
+// five (its buffers made before the clock starts).
 //
 // Latency, as a training step's calls meet it: each rank arrives from a burst of compute and
 // sleeps in its wait until the group's last rank has arrived and moved the data, so a call costs
 // the ranks' wake-ups and switches (on a VM, the interrupts that wake an idle core), which the best
 // case after a barrier does not show. Measured as the time a loop of bursts takes with a small
-// all-gather after each, less the same loop without them, per call; the two loops taken in turn,
-// a few times.
-CollectiveSamples measure_collectives(int ranks, int group_size) {
-  constexpr int kLatencyCalls = 400;
+// call after each, less the same loop without them, per call; the two loops taken in turn, a few
+// times.
+CollectiveSamples measure_collectives(int ranks, int group_size, CommOp kind) {
   constexpr int kLatencyLoops = 3;
+  constexpr int kLatencyCalls = 400;
   CollectiveSamples out;
   spawn_ranks(ranks, [&](RankContext& ctx) {
     const DeviceMesh mesh(ctx.world,
@@ -149,32 +205,31 @@ CollectiveSamples measure_collectives(int ranks, int group_size) {
                                                          ",dp_shard=", group_size)));
     Communicator& group = mesh.comm(mesh_axis::dp_shard);
     for (int64_t floats = 16 << 10; floats <= (4 << 20); floats *= 4) {
-      const int64_t chunk = floats / group_size;  // each rank's part
-      const Tensor in = Tensor::zeros({chunk});
-      const Tensor out_buffer = Tensor::zeros({chunk * group_size});
+      const CallBuffers buffers = call_buffers(kind, floats, group_size);
       double best = 1e30;
       uint64_t sent = 0;
+      int calls = 0;
       for (int repeat = 0; repeat < 5; ++repeat) {
         ctx.world.barrier()->wait();
         const uint64_t before = group.counters().total_sent();
         const auto start = std::chrono::steady_clock::now();
-        group.all_gather_into(out_buffer, in)->wait();
+        calls = call_once(group, kind, buffers);
         best = std::min(
             best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         sent = group.counters().total_sent() - before;
       }
-      if (ctx.rank == 0) out.all_gathers.push_back({1, static_cast<double>(sent), best});
+      if (ctx.rank == 0) out.calls.push_back({calls, static_cast<double>(sent), best});
     }
 
-    const Tensor in = Tensor::zeros({256});
-    const Tensor out_buffer = Tensor::zeros({256 * group_size});
+    const CallBuffers small = call_buffers(kind, 256 * group_size, group_size);
     float carried = 1;
+    int calls = 0;
     const auto loop_seconds = [&](bool with_calls) {
       ctx.world.barrier()->wait();
       const auto start = std::chrono::steady_clock::now();
       for (int call = 0; call < kLatencyCalls; ++call) {
         carried = compute_burst(carried);
-        if (with_calls) group.all_gather_into(out_buffer, in)->wait();
+        if (with_calls) calls = call_once(group, kind, small);
       }
       ctx.world.barrier()->wait();
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -182,7 +237,8 @@ CollectiveSamples measure_collectives(int ranks, int group_size) {
     for (int loop = 0; loop < kLatencyLoops; ++loop) {
       const double bursts = loop_seconds(false);
       const double with_calls = loop_seconds(true);
-      if (ctx.rank == 0) out.call_latency.push_back((with_calls - bursts) / kLatencyCalls);
+      if (ctx.rank == 0)
+        out.call_latency.push_back((with_calls - bursts) / (kLatencyCalls * calls));
     }
   });
   return out;
@@ -385,15 +441,16 @@ void Calibration::measure_round() {
       kernel_rounds_[m].push_back(
           measure_kernels(*shapes[m].model, shapes[m].workload, options_.steps));
   }
-  // Every group size that divides the ranks.
-  for (int group_size = 2; group_size <= options_.ranks; ++group_size) {
-    if (options_.ranks % group_size != 0) continue;
-    const CollectiveSamples measured = measure_collectives(options_.ranks, group_size);
-    std::vector<KernelSample>& all_gathers = all_gathers_[group_size];
-    all_gathers.insert(all_gathers.end(), measured.all_gathers.begin(), measured.all_gathers.end());
-    std::vector<double>& latency = call_latency_[group_size];
-    latency.insert(latency.end(), measured.call_latency.begin(), measured.call_latency.end());
-  }
+  // Every kind, in groups of every size that divides the ranks.
+  for (const CommOp kind : kMeasuredKinds)
+    for (int group_size = 2; group_size <= options_.ranks; ++group_size) {
+      if (options_.ranks % group_size != 0) continue;
+      const CollectiveSamples measured = measure_collectives(options_.ranks, group_size, kind);
+      std::vector<KernelSample>& calls = collective_calls_[{kind, group_size}];
+      calls.insert(calls.end(), measured.calls.begin(), measured.calls.end());
+      std::vector<double>& latency = call_latency_[{kind, group_size}];
+      latency.insert(latency.end(), measured.call_latency.begin(), measured.call_latency.end());
+    }
   for (const double seconds : time_shared_cores_step(options_, /*rounds=*/5))
     shared_cores_steps_.push_back(seconds);
 }
@@ -417,16 +474,19 @@ MachineProfile Calibration::finish() const {
   }
   for (const auto& [op, of_op] : samples) profile.kernels[op] = fit_kernel(of_op);
   profile.host_per_call = fit_kernel(host).per_call;
-  // Each group size's bandwidth from its fastest all-gathers and latency the median of its
-  // loops; the whole world's as the link's figures. A fit of free bytes (the sizes too noisy to
-  // show their cost) keeps the preset's bandwidth.
-  for (const auto& [group_size, all_gathers] : all_gathers_) {
-    KernelFit fit = fit_kernel(fastest_of_each_size(all_gathers));
+  // Each kind and group size: the bandwidth from its fastest calls of each size, the latency the
+  // median of its loops; a receive as a send; the whole world's all-gathers as the link's
+  // figures. A fit of free bytes (the sizes too noisy to show their cost) keeps the preset's
+  // bandwidth.
+  for (const auto& [kind_and_size, calls] : collective_calls_) {
+    const auto& [kind, group_size] = kind_and_size;
+    KernelFit fit = fit_kernel(fastest_of_each_size(calls));
     if (fit.per_unit <= 0) fit.per_unit = 1 / profile.intra_node_bandwidth;
-    fit.per_call = std::max(0.0, median(call_latency_.at(group_size)));
-    profile.collectives[group_size] = fit;
+    fit.per_call = std::max(0.0, median(call_latency_.at(kind_and_size)));
+    profile.collectives[kind][group_size] = fit;
+    if (kind == CommOp::send) profile.collectives[CommOp::recv][group_size] = fit;
   }
-  const KernelFit& world = profile.collectives.at(options_.ranks);
+  const KernelFit& world = profile.collectives.at(CommOp::all_gather).at(options_.ranks);
   profile.intra_node_latency = profile.inter_node_latency = world.per_call;
   profile.intra_node_bandwidth = profile.inter_node_bandwidth = 1 / world.per_unit;
   profile.cores = ops::cpu::available_cpus();

@@ -10,13 +10,14 @@
 // cover (MachineProfile::kernels); the steps' time outside the kernels, per kernel call, is the
 // host's (MachineProfile::host_per_call).
 //
-// Collectives: all-gathers in groups of every size that divides the local ranks (a thread each),
-// every group at once, fitted per group size as latency + bytes sent / bandwidth (the alpha-beta
-// model: MachineProfile::collectives), the same within and across "nodes" (one process). The
-// bandwidth from the fastest all-gathers of each of a range of sizes over the rounds, each from a
-// barrier; the latency as a step's calls meet it, each rank arriving from compute and sleeping in
-// its wait (its wake-ups cost more than the best case after a barrier), the median of a few loops
-// a round.
+// Collectives: all-gathers, reduce-scatters, all-reduces and transfers (a send and a receive a
+// rank, shifting around the group) in groups of every size that divides the local ranks (a thread
+// each), every group at once, fitted per kind and group size as latency + bytes sent / bandwidth
+// (the alpha-beta model: MachineProfile::collectives), the same within and across "nodes" (one
+// process). The bandwidth from the fastest calls of each of a range of sizes over the rounds, each
+// from a barrier; the latency as a step's calls meet it, each rank arriving from compute and
+// sleeping in its wait (its wake-ups cost more than the best case after a barrier), the median of
+// a few loops a round.
 //
 // Cores: the profile records the cores and threads per rank, so that layouts whose threads need
 // more than the cores wait for them (step_time.h), and the share of the cores ranks filling them
@@ -27,6 +28,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "meshtrain/models/model_spec.h"
@@ -97,8 +99,9 @@ class Calibration {
  private:
   CalibrationOptions options_;
   std::vector<std::vector<MeasuredSteps>> kernel_rounds_;  // per shape, one per round
-  std::map<int, std::vector<KernelSample>> all_gathers_;   // per group size, every round's
-  std::map<int, std::vector<double>> call_latency_;        // per group size, seconds
+  // Per kind of collective and group size, every round's: calls of each size, latencies.
+  std::map<std::pair<CommOp, int>, std::vector<KernelSample>> collective_calls_;
+  std::map<std::pair<CommOp, int>, std::vector<double>> call_latency_;
   std::vector<double> shared_cores_steps_;                 // seconds, five per round
 };
 

@@ -95,12 +95,13 @@ void MachineProfile::check() const {
                  fit.per_unit >= 0,
              "machine '", name, "': the fit of kernel '", op,
              "' must be non-negative, got per_call ", fit.per_call, ", per_unit ", fit.per_unit);
-  for (const auto& [group_size, fit] : collectives)
-    MT_CHECK(group_size >= 2 && std::isfinite(fit.per_call) && fit.per_call >= 0 &&
-                 std::isfinite(fit.per_unit) && fit.per_unit >= 0,
-             "machine '", name, "': the collectives of groups of ", group_size,
-             " must be non-negative, of groups of at least 2, got per_call ", fit.per_call,
-             ", per_unit ", fit.per_unit);
+  for (const auto& [op, by_size] : collectives)
+    for (const auto& [group_size, fit] : by_size)
+      MT_CHECK(group_size >= 2 && std::isfinite(fit.per_call) && fit.per_call >= 0 &&
+                   std::isfinite(fit.per_unit) && fit.per_unit >= 0,
+               "machine '", name, "': the ", comm_op_name(op), " fit of groups of ", group_size,
+               " must be non-negative, of groups of at least 2, got per_call ", fit.per_call,
+               ", per_unit ", fit.per_unit);
 }
 
 std::string machine_profile_json(const MachineProfile& p) {
@@ -108,9 +109,12 @@ std::string machine_profile_json(const MachineProfile& p) {
   for (const auto& [op, fit] : p.kernels)
     kernels[op] = {{"per_call", fit.per_call}, {"per_unit", fit.per_unit}};
   nlohmann::ordered_json collectives = nlohmann::ordered_json::object();
-  for (const auto& [group_size, fit] : p.collectives)
-    collectives[std::to_string(group_size)] = {{"per_call", fit.per_call},
-                                               {"per_unit", fit.per_unit}};
+  for (const auto& [op, by_size] : p.collectives) {
+    nlohmann::ordered_json sizes = nlohmann::ordered_json::object();
+    for (const auto& [group_size, fit] : by_size)
+      sizes[std::to_string(group_size)] = {{"per_call", fit.per_call}, {"per_unit", fit.per_unit}};
+    collectives[std::string(comm_op_name(op))] = sizes;
+  }
   const nlohmann::ordered_json json = {{"name", p.name},
                                        {"dense_peak_flops_f32", p.dense_peak_flops_f32},
                                        {"dense_peak_flops_bf16", p.dense_peak_flops_bf16},
@@ -184,14 +188,24 @@ MachineProfile parse_machine_profile(const std::string& text, const std::string&
   if (json.contains("shared_core_efficiency"))
     p.shared_core_efficiency = number("shared_core_efficiency");
   if (const auto collectives = json.find("collectives"); collectives != json.end()) {
-    MT_CHECK(collectives->is_object(), origin, ": 'collectives' must map group sizes to fits, got ",
+    MT_CHECK(collectives->is_object(), origin,
+             ": 'collectives' must map each kind of collective to its fits by group size, got ",
              collectives->dump());
-    for (const auto& [size, fit] : collectives->items()) {
-      const std::optional<int> group_size = parse_integer<int>(size);
-      MT_CHECK(group_size && *group_size >= 2 && std::to_string(*group_size) == size, origin,
-               ": 'collectives' keys are group sizes of at least 2, got '", size, "'");
-      p.collectives[*group_size] =
-          fit_of(detail::concat("the collectives of groups of ", size), fit);
+    for (const auto& [kind, by_size] : collectives->items()) {
+      const std::optional<CommOp> op = comm_op_named(kind);
+      MT_CHECK(
+          op && by_size.is_object(), origin,
+          ": 'collectives' maps each kind of collective (all_gather, reduce_scatter, "
+          "all_reduce, send, recv, ...) to its fits by group size, got '",
+          kind, "': ", by_size.dump(),
+          " (a profile calibrated before the fits per kind maps group sizes: calibrate again)");
+      for (const auto& [size, fit] : by_size.items()) {
+        const std::optional<int> group_size = parse_integer<int>(size);
+        MT_CHECK(group_size && *group_size >= 2 && std::to_string(*group_size) == size, origin,
+                 ": the ", kind, " fits are keyed by group sizes of at least 2, got '", size, "'");
+        p.collectives[*op][*group_size] =
+            fit_of(detail::concat("the ", kind, " fit of groups of ", size), fit);
+      }
     }
   }
   try {

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "meshtrain/core/comm/types.h"
 #include "meshtrain/core/dtype.h"
 
 namespace meshtrain {
@@ -69,11 +70,12 @@ struct MachineProfile {
   // runner's bookkeeping): a calibrated profile's; 0 in the presets, whose host runs ahead of the
   // device.
   double host_per_call = 0;
-  // Measured collectives by group size (a calibrated profile): the latency of a call (per_call)
-  // and the seconds per byte sent (per_unit), in place of the intra-node link's figures for a
-  // group within a node. A group of another size takes the largest measured size below its own,
-  // or, below every measured size, the smallest.
-  std::map<int, KernelFit> collectives{};
+  // Measured collectives by kind and group size (a calibrated profile): the latency of a call
+  // (per_call) and the seconds per byte sent (per_unit), in place of the intra-node link's figures
+  // for a group within a node. A group of another size takes the largest measured size of its
+  // kind below its own, or, below every measured size, the smallest; a kind not measured, the
+  // link's figures.
+  std::map<CommOp, std::map<int, KernelFit>> collectives{};
 
   double dense_peak_flops(DType dtype) const;  // InvalidArgument for a dtype without one
   double gemm_flops(DType dtype) const;        // dense_peak_flops x gemm_efficiency

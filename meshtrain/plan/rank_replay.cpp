@@ -39,8 +39,7 @@ ReplayedRank replay(const ModelSpec& spec, const PlanLayout& layout, const Workl
   memory.reset_peaks();  // the step's, as Trainer::step counts them
   ReplayedRank out;
   out.replayed = rank;
-  out.sent = mesh.bytes_sent_by_group();
-  out.calls = mesh.calls_by_group();
+  out.traffic = mesh.counters_by_group();
   {
     const ops::OpCountScope counting(&out.kernels);
     // The step's micro-batches, views of its batch, freed with it.
@@ -52,17 +51,28 @@ ReplayedRank replay(const ModelSpec& spec, const PlanLayout& layout, const Workl
     optimizer.step(parallel.state->optimizer_slots(), /*lr=*/0.f);
     parallel.state->zero_grad();
   }
-  const std::vector<std::pair<std::string, uint64_t>> after = mesh.bytes_sent_by_group();
-  const std::vector<std::pair<std::string, uint64_t>> calls_after = mesh.calls_by_group();
-  for (size_t i = 0; i < after.size(); ++i) {
-    out.sent[i].second = after[i].second - out.sent[i].second;
-    out.calls[i].second = calls_after[i].second - out.calls[i].second;
-  }
+  const std::vector<std::pair<std::string, CommCounters>> before = std::move(out.traffic);
+  out.traffic = mesh.counters_by_group();
+  for (size_t i = 0; i < before.size(); ++i) out.traffic[i].second -= before[i].second;
   out.memory = memory.stats(DeviceKind::meta);
   return out;
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, uint64_t>> ReplayedRank::sent() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const auto& [group, counters] : traffic) out.emplace_back(group, counters.total_sent());
+  return out;
+}
+
+std::vector<std::pair<std::string, uint64_t>> ReplayedRank::calls() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const auto& [group, counters] : traffic)
+    out.emplace_back(group,
+                     std::accumulate(counters.calls.begin(), counters.calls.end(), uint64_t{0}));
+  return out;
+}
 
 void check_replayable(const ModelSpec& spec, const PlanLayout& layout, const Workload& workload) {
   workload.check(layout);

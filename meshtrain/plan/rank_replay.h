@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "meshtrain/core/comm/types.h"
 #include "meshtrain/core/memory.h"
 #include "meshtrain/core/ops/op_counts.h"
 #include "meshtrain/models/model_spec.h"
@@ -48,11 +49,13 @@ struct ReplayedRank {
   int replayed = 0;
   // Over a step after the first (AdamW's moments held): held at its end, and its peaks.
   MemoryStats memory{};
-  // Bytes sent in the step on each mesh axis's group and on "dp", in mesh order with "dp" last
-  // (as DryRunRank::sent and Trainer::bytes_sent_by_group).
-  std::vector<std::pair<std::string, uint64_t>> sent{};
-  // The step's collective and transfer calls on each of those groups, in the same order.
-  std::vector<std::pair<std::string, uint64_t>> calls{};
+  // The step's traffic on each mesh axis's group and on "dp", in mesh order with "dp" last: bytes
+  // sent and calls per op kind (the step-time model costs each kind by its own fit).
+  std::vector<std::pair<std::string, CommCounters>> traffic{};
+  // The bytes sent on each of those groups, all kinds (as DryRunRank::sent and
+  // Trainer::bytes_sent_by_group count them), and the calls.
+  std::vector<std::pair<std::string, uint64_t>> sent() const;
+  std::vector<std::pair<std::string, uint64_t>> calls() const;
   // The step's kernel calls, FLOPs and bytes, per op (the optimizer's update included).
   ops::OpCounts kernels{};
 };

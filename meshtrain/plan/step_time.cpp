@@ -35,14 +35,16 @@ bool is_data_axis(std::string_view group) {
   return group == mesh_axis::dp || group == mesh_axis::dp_shard || group == mesh_axis::dp_replicate;
 }
 
-// A call's latency and a byte's seconds in a collective of `group_size` ranks within a node: the
-// measured fit of that size, else of the largest measured below it, else of the smallest; the
-// link's figures where none was measured.
-KernelFit intra_node_link(const MachineProfile& machine, int group_size) {
-  if (machine.collectives.empty())
+// A call's latency and a byte's seconds in a collective of kind `op` over `group_size` ranks
+// within a node: the kind's measured fit of that size, else of the largest measured below it,
+// else of the smallest; the link's figures where the kind was not measured.
+KernelFit intra_node_link(const MachineProfile& machine, CommOp op, int group_size) {
+  const auto of_kind = machine.collectives.find(op);
+  if (of_kind == machine.collectives.end() || of_kind->second.empty())
     return {machine.intra_node_latency, 1 / machine.intra_node_bandwidth};
-  auto it = machine.collectives.upper_bound(group_size);
-  return it == machine.collectives.begin() ? it->second : std::prev(it)->second;
+  const std::map<int, KernelFit>& by_size = of_kind->second;
+  auto it = by_size.upper_bound(group_size);
+  return it == by_size.begin() ? it->second : std::prev(it)->second;
 }
 
 // Whether `rank`'s group on `group` (a mesh axis or dp) lies in one node: a node holds
@@ -57,14 +59,18 @@ std::vector<std::pair<std::string, double>> comm_seconds(const MeshLayout& mesh,
                                                          const ReplayedRank& replayed,
                                                          const MachineProfile& machine) {
   std::vector<std::pair<std::string, double>> out;
-  for (size_t i = 0; i < replayed.sent.size(); ++i) {
-    const std::string& group = replayed.sent[i].first;
-    const KernelFit link =
-        within_node(mesh, rank, group, machine.devices_per_node)
-            ? intra_node_link(machine, mesh.span_size(group))
-            : KernelFit{machine.inter_node_latency, 1 / machine.inter_node_bandwidth};
-    out.emplace_back(group, static_cast<double>(replayed.sent[i].second) * link.per_unit +
-                                static_cast<double>(replayed.calls[i].second) * link.per_call);
+  for (const auto& [group, counters] : replayed.traffic) {
+    const bool within = within_node(mesh, rank, group, machine.devices_per_node);
+    double seconds = 0;
+    for (size_t kind = 0; kind < kNumCommOps; ++kind) {
+      if (counters.calls[kind] == 0 && counters.bytes_sent[kind] == 0) continue;
+      const KernelFit link =
+          within ? intra_node_link(machine, static_cast<CommOp>(kind), mesh.span_size(group))
+                 : KernelFit{machine.inter_node_latency, 1 / machine.inter_node_bandwidth};
+      seconds += static_cast<double>(counters.bytes_sent[kind]) * link.per_unit +
+                 static_cast<double>(counters.calls[kind]) * link.per_call;
+    }
+    out.emplace_back(group, seconds);
   }
   return out;
 }

@@ -8,11 +8,12 @@
 //             its fit: per_call x calls + per_unit x work (kernel_work); each call with the
 //             host's work around it (MachineProfile::host_per_call). Ranks sharing a
 //             node's CPU cores (MachineProfile::cores) share them: see "cores" below.
-//   comm      per group: bytes sent / the link's bandwidth + calls x its latency (a transfer's
+//   comm      per group and kind of call (all-gather, reduce-scatter, all-reduce, send,
+//             recv, ...): bytes sent / the link's bandwidth + calls x its latency (a transfer's
 //             send and its receive each a call, on both ranks). A group whose
 //             ranks share a node (ranks are numbered tp fastest, devices_per_node to a node)
-//             uses the intra-node link (a calibrated profile: the fit of the group's size), any
-//             other the inter-node one.
+//             uses the intra-node link (a calibrated profile: the fit of the kind and the group's
+//             size), any other the inter-node one.
 //   exposed   tp and pp: all of it (TP's collectives sit between a layer's GEMMs; a stage's
 //             transfers are counted as if serial). The data axes' (FSDP's gathers and
 //             reductions): what the rank's compute cannot hide, max(0, comm - overlap x
@@ -38,8 +39,9 @@
 //
 // Assumptions: a preset's kernels reach its rates at every shape (a calibrated profile fits each
 // op over a few shapes instead, in f32: calibrate.h); collectives reach the link's bandwidth at
-// every size, one fit for every collective (per group size in a calibrated profile); ranks
-// sharing cores share them fairly, without the scheduler's tail at each meeting (docs/planner.md).
+// every size, one fit for every collective (per kind and group size in a calibrated profile);
+// ranks sharing cores share them fairly, without the scheduler's tail at each meeting
+// (docs/planner.md).
 #pragma once
 
 #include <string>

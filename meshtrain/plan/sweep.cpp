@@ -49,7 +49,7 @@ SweepFigures predict(const Replayed& replayed, const MachineProfile& machine) {
   for (const ReplayedRank& r : replayed.ranks.distinct()) {
     out.peak = std::max<uint64_t>(out.peak, r.memory.total.peak);
     uint64_t sent = 0;
-    for (const auto& [group, bytes] : r.sent) sent += bytes;
+    for (const auto& [group, bytes] : r.sent()) sent += bytes;
     out.sent = std::max(out.sent, sent);
   }
   return out;

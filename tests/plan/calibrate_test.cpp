@@ -105,12 +105,21 @@ TEST(Calibration, MeasuresTheShareOfTheCoresRanksPutToUseAndEachGroupsLatency) {
   EXPECT_EQ(p.cores, ops::cpu::available_cpus());
   EXPECT_GT(p.shared_core_efficiency, 0.0);
   EXPECT_LE(p.shared_core_efficiency, 1.0);
-  EXPECT_EQ(p.collectives.size(), 2u);  // groups of 2 and of 4
-  for (const auto& [size, fit] : p.collectives) {
-    EXPECT_GE(fit.per_call, 0.0) << "groups of " << size;
-    EXPECT_GT(fit.per_unit, 0.0) << "groups of " << size;
+  // Each kind a step issues, in groups of 2 and of 4; a receive as a send.
+  for (const CommOp kind : {CommOp::all_gather, CommOp::reduce_scatter, CommOp::all_reduce,
+                            CommOp::send, CommOp::recv}) {
+    ASSERT_TRUE(p.collectives.count(kind)) << comm_op_name(kind);
+    const std::map<int, KernelFit>& by_size = p.collectives.at(kind);
+    EXPECT_EQ(by_size.size(), 2u) << comm_op_name(kind);
+    for (const auto& [size, fit] : by_size) {
+      EXPECT_GE(fit.per_call, 0.0) << comm_op_name(kind) << " in groups of " << size;
+      EXPECT_GT(fit.per_unit, 0.0) << comm_op_name(kind) << " in groups of " << size;
+    }
   }
-  EXPECT_EQ(p.intra_node_latency, p.collectives.at(4).per_call);
+  EXPECT_EQ(p.collectives.size(), 5u);
+  EXPECT_EQ(p.collectives.at(CommOp::recv).at(2).per_unit,
+            p.collectives.at(CommOp::send).at(2).per_unit);
+  EXPECT_EQ(p.intra_node_latency, p.collectives.at(CommOp::all_gather).at(4).per_call);
 }
 
 TEST(MachineProfiles, SurviveTheirJson) {
@@ -121,8 +130,9 @@ TEST(MachineProfiles, SurviveTheirJson) {
   p.threads_per_rank = 2;
   p.host_per_call = 4e-6;
   p.shared_core_efficiency = 0.75;
-  p.collectives[2] = {7e-5, 1.5e-10};
-  p.collectives[4] = {1.2e-4, 1.25e-10};
+  p.collectives[CommOp::all_gather][2] = {7e-5, 1.5e-10};
+  p.collectives[CommOp::all_gather][4] = {1.2e-4, 1.25e-10};
+  p.collectives[CommOp::send][2] = {3e-5, 2e-10};
   const MachineProfile back = parse_machine_profile(machine_profile_json(p), "p.json");
   EXPECT_EQ(back.name, "cpu");
   EXPECT_EQ(back.devices_per_node, p.devices_per_node);
@@ -135,8 +145,10 @@ TEST(MachineProfiles, SurviveTheirJson) {
   EXPECT_DOUBLE_EQ(back.host_per_call, 4e-6);
   EXPECT_DOUBLE_EQ(back.shared_core_efficiency, 0.75);
   ASSERT_EQ(back.collectives.size(), 2u);
-  EXPECT_DOUBLE_EQ(back.collectives.at(2).per_call, 7e-5);
-  EXPECT_DOUBLE_EQ(back.collectives.at(4).per_unit, 1.25e-10);
+  ASSERT_EQ(back.collectives.at(CommOp::all_gather).size(), 2u);
+  EXPECT_DOUBLE_EQ(back.collectives.at(CommOp::all_gather).at(2).per_call, 7e-5);
+  EXPECT_DOUBLE_EQ(back.collectives.at(CommOp::all_gather).at(4).per_unit, 1.25e-10);
+  EXPECT_DOUBLE_EQ(back.collectives.at(CommOp::send).at(2).per_call, 3e-5);
 
   expect_error<InvalidArgument>([] { parse_machine_profile("[1, 2]", "p.json"); },
                                 "p.json: a machine profile is a JSON object");
@@ -150,17 +162,22 @@ TEST(MachineProfiles, SurviveTheirJson) {
                                 "the machine profile has no 'kernels'");
   json = machine_profile_json(p);
   json.replace(json.find("\"2\": {"), 3, "\"1\"");
-  expect_error<InvalidArgument>([&] { parse_machine_profile(json, "p.json"); },
-                                "'collectives' keys are group sizes of at least 2, got '1'");
+  expect_error<InvalidArgument>(
+      [&] { parse_machine_profile(json, "p.json"); },
+      "the all_gather fits are keyed by group sizes of at least 2, got '1'");
   json = machine_profile_json(p);
   json.replace(json.find("\"2\": {"), 3, "\"02\"");
   expect_error<InvalidArgument>([&] { parse_machine_profile(json, "p.json"); },
                                 "group sizes of at least 2, got '02'");
   MachineProfile negative = p;
-  negative.collectives[2].per_unit = -1;
+  negative.collectives[CommOp::all_gather][2].per_unit = -1;
   expect_error<InvalidArgument>(
       [&] { parse_machine_profile(machine_profile_json(negative), "p.json"); },
-      "the collectives of groups of 2 must be non-negative");
+      "the all_gather fit of groups of 2 must be non-negative");
+  json = machine_profile_json(p);
+  json.replace(json.find("\"all_gather\""), 12, "\"all_gathers\"");
+  expect_error<InvalidArgument>([&] { parse_machine_profile(json, "p.json"); },
+                                "'collectives' maps each kind of collective");
   MachineProfile idle = p;
   idle.shared_core_efficiency = 0;
   expect_error<InvalidArgument>(
@@ -174,7 +191,7 @@ TEST(MachineProfiles, ReadBackWithoutTheHostAndCollectiveFits) {
   MachineProfile p = machine_preset("cpu");
   p.host_per_call = 4e-6;
   p.shared_core_efficiency = 0.75;
-  p.collectives[2] = {7e-5, 1.5e-10};
+  p.collectives[CommOp::all_gather][2] = {7e-5, 1.5e-10};
   nlohmann::json json = nlohmann::json::parse(machine_profile_json(p));
   json.erase("host_per_call");
   json.erase("shared_core_efficiency");
@@ -184,8 +201,13 @@ TEST(MachineProfiles, ReadBackWithoutTheHostAndCollectiveFits) {
   EXPECT_EQ(back.shared_core_efficiency, 1.0);
   EXPECT_TRUE(back.collectives.empty());
   json["collectives"] = 2;
-  expect_error<InvalidArgument>([&] { parse_machine_profile(json.dump(), "old.json"); },
-                                "'collectives' must map group sizes to fits, got 2");
+  expect_error<InvalidArgument>(
+      [&] { parse_machine_profile(json.dump(), "old.json"); },
+      "'collectives' must map each kind of collective to its fits by group size, got 2");
+  // Fits by group size alone, as profiles were calibrated before the fits per kind.
+  json["collectives"] = {{"2", {{"per_call", 7e-5}, {"per_unit", 1.5e-10}}}};
+  expect_error<InvalidArgument>([&] { parse_machine_profile(json.dump(), "old.json"); }, "got '2'",
+                                "calibrate again");
 }
 
 }  // namespace

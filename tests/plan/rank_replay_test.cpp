@@ -48,7 +48,7 @@ void expect_as_dry_run(const TrainConfig& c) {
   const DryRun dry = dry_run(c);
   ASSERT_EQ(static_cast<size_t>(predicted.size()), dry.ranks.size());
   for (int r = 0; r < predicted.size(); ++r) {
-    EXPECT_EQ(predicted[r].sent, dry.ranks[r].sent) << "rank " << r;
+    EXPECT_EQ(predicted[r].sent(), dry.ranks[r].sent) << "rank " << r;
     const MemoryStats& got = predicted[r].memory;
     const MemoryStats& want = dry.ranks[r].memory;
     expect_same_state_and_activations(got, want, r);
@@ -219,6 +219,44 @@ TEST(ReplayedRanks, CountTheFlopsARealStepComputes) {
     EXPECT_GT(measured[r], 0.0);
     EXPECT_DOUBLE_EQ(replayed[r].kernels.total().flops, measured[r]) << "rank " << r;
   }
+}
+
+// The replay counts each group's traffic by kind as a real step makes it, rank by rank (a 3D run:
+// FSDP's gathers and reductions, TP's with sequence parallelism, the pipeline's transfers), the
+// per-kind figures the step-time model costs each by its own fit.
+TEST(ReplayedRanks, CountEachGroupsTrafficByKindAsARealStep) {
+  TrainConfig c = with_layout(uneven_config(), gpt2_model(uneven_model()),
+                              {"pp2_fsdp2_tp2_sp", "pp=2,dp_shard=2,tp=2",
+                               PluginOptions{{"tp", {{"sequence_parallel", "true"}}}}, 2});
+  c.batch = 8;
+  const RankReplays replayed = replay_ranks(*c.model, plan_layout(c), plan_workload(c));
+  std::vector<std::vector<std::pair<std::string, CommCounters>>> measured(replayed.size());
+  with_trainers(c, [&](Trainer& trainer, MemoryTracker&) {
+    std::vector<std::pair<std::string, CommCounters>> traffic = trainer.mesh().counters_by_group();
+    const std::vector<std::pair<std::string, CommCounters>> before = traffic;
+    trainer.step();
+    traffic = trainer.mesh().counters_by_group();
+    for (size_t g = 0; g < traffic.size(); ++g) traffic[g].second -= before[g].second;
+    measured[trainer.mesh().rank()] = traffic;
+  });
+  for (int r = 0; r < replayed.size(); ++r) {
+    ASSERT_EQ(replayed[r].traffic.size(), measured[r].size()) << "rank " << r;
+    for (size_t g = 0; g < measured[r].size(); ++g) {
+      const auto& [group, counters] = measured[r][g];
+      EXPECT_EQ(replayed[r].traffic[g].first, group);
+      EXPECT_EQ(replayed[r].traffic[g].second.calls, counters.calls)
+          << "rank " << r << " " << group;
+      EXPECT_EQ(replayed[r].traffic[g].second.bytes_sent, counters.bytes_sent)
+          << "rank " << r << " " << group;
+    }
+  }
+  const CommCounters& pp =
+      replayed[0].traffic[0].second;  // stage 0 sends activations, receives grads
+  EXPECT_GT(pp.count(CommOp::send), 0u);
+  EXPECT_EQ(pp.count(CommOp::send), pp.count(CommOp::recv));
+  const CommCounters& tp = replayed[0].traffic[2].second;  // with SP: gathers and scatters
+  EXPECT_GT(tp.count(CommOp::all_gather), 0u);
+  EXPECT_GT(tp.count(CommOp::reduce_scatter), 0u);
 }
 
 // Uneven shards: a class per distinct boundary, each rank's figures its class's replay.

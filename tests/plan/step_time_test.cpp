@@ -29,16 +29,23 @@ MachineProfile round_machine(int devices_per_node = 8) {
           .device_memory = 1e10};
 }
 
+// Traffic on a group: `bytes` sent in `calls` calls of `kind`.
+std::pair<std::string, CommCounters> traffic_of(const std::string& group, uint64_t bytes,
+                                                uint64_t calls, CommOp kind = CommOp::all_gather) {
+  CommCounters c;
+  c.bytes_sent[static_cast<size_t>(kind)] = bytes;
+  c.calls[static_cast<size_t>(kind)] = calls;
+  return {group, c};
+}
+
 // A rank whose kernels take `seconds` on round_machine (GEMM-bound) and whose groups sent
-// `sent` bytes in `calls` calls each.
+// `sent` bytes in `calls` all-gathers each.
 ReplayedRank rank_of(double seconds,
                      std::vector<std::tuple<std::string, uint64_t, uint64_t>> traffic = {}) {
   ReplayedRank r;
   r.kernels.add("matmul", seconds * 1e9, 1.0);
-  for (const auto& [group, bytes, calls] : traffic) {
-    r.sent.emplace_back(group, bytes);
-    r.calls.emplace_back(group, calls);
-  }
+  for (const auto& [group, bytes, calls] : traffic)
+    r.traffic.push_back(traffic_of(group, bytes, calls));
   return r;
 }
 
@@ -49,8 +56,7 @@ RankReplays each(std::vector<ReplayedRank> ranks) { return RankReplays(std::move
 
 TEST(StepTime, KernelsAtTheRooflineOfEachOp) {
   ReplayedRank r;
-  r.sent = {{"dp_shard", 0}, {"dp", 0}};
-  r.calls = r.sent;
+  r.traffic = {traffic_of("dp_shard", 0, 0), traffic_of("dp", 0, 0)};
   r.kernels.add("matmul", 2e9, 1e6);  // 2 s of GEMM, its bytes hidden under it
   r.kernels.add("add", 0, 5e8);       // 0.5 s of memory traffic
   const StepTimePrediction p = predict_step_time(layout_of("dp_shard=1"), {}, each({r}), round_machine());
@@ -106,8 +112,8 @@ TEST(StepTime, RanksSharingCoresStretchTheirKernels) {
 // stays the profile's.
 TEST(StepTime, CollectivesTakeTheFitOfTheirGroupSize) {
   MachineProfile measured = round_machine();
-  measured.collectives[2] = {2e-3, 1e-9};  // 2 ms a call, 1 GB/s
-  measured.collectives[4] = {5e-3, 1e-8};
+  measured.collectives[CommOp::all_gather][2] = {2e-3, 1e-9};  // 2 ms a call, 1 GB/s
+  measured.collectives[CommOp::all_gather][4] = {5e-3, 1e-8};
   const auto traffic = [](const std::string& group) {
     return rank_of(1.0, {{group, 100'000'000, 10}, {"dp", 0, 0}});
   };
@@ -125,6 +131,29 @@ TEST(StepTime, CollectivesTakeTheFitOfTheirGroupSize) {
   EXPECT_DOUBLE_EQ(exposed("tp=3", "tp", 8), 10 * 2e-3 + 0.1);
   EXPECT_DOUBLE_EQ(exposed("tp=8", "tp", 8), 10 * 5e-3 + 1.0);
   EXPECT_DOUBLE_EQ(exposed("tp=2", "tp", 1), 10 * 1e-2 + 10.0);  // across nodes: the link's
+}
+
+// Each kind of call on a group takes its kind's fit, and a kind the profile did not measure the
+// intra-node link's figures (round_machine: 1 ms a call, 1e8 B/s).
+TEST(StepTime, EachKindOfCollectiveTakesItsOwnFit) {
+  MachineProfile measured = round_machine();
+  measured.collectives[CommOp::all_reduce][2] = {2e-3, 1e-9};
+  measured.collectives[CommOp::reduce_scatter][2] = {4e-3, 2e-9};
+  ReplayedRank r = rank_of(1.0);
+  CommCounters tp = traffic_of("tp", 0, 0).second;
+  const auto add = [&](CommOp kind, uint64_t bytes, uint64_t calls) {
+    tp.bytes_sent[static_cast<size_t>(kind)] += bytes;
+    tp.calls[static_cast<size_t>(kind)] += calls;
+  };
+  add(CommOp::all_reduce, 1'000'000, 10);
+  add(CommOp::reduce_scatter, 1'000'000, 5);
+  add(CommOp::all_to_all, 1'000'000, 1);
+  r.traffic = {{"tp", tp}, traffic_of("dp", 0, 0)};
+  const double exposed = predict_step_time(layout_of("tp=2"), {}, each({r, r}), measured)
+                             .ranks[0]
+                             .exposed_comm[0]
+                             .second;
+  EXPECT_DOUBLE_EQ(exposed, (10 * 2e-3 + 1e-3) + (5 * 4e-3 + 2e-3) + (1e-3 + 1e-2));
 }
 
 // A calibrated profile's host work per kernel call adds to every call, scheduled or not.
@@ -182,8 +211,7 @@ std::vector<ReplayedRank> pipeline_ranks(const Schedule& schedule, double forwar
   std::vector<ReplayedRank> ranks(static_cast<size_t>(schedule.ranks));
   for (int r = 0; r < schedule.ranks; ++r) {
     ReplayedRank& rank = ranks[r];
-    rank.sent = {{"pp", 0}, {"dp", 0}};
-    rank.calls = rank.sent;
+    rank.traffic = {traffic_of("pp", 0, 0), traffic_of("dp", 0, 0)};
     rank.kernels.add("adamw_step", 0, after * 1e9);
     for (const Action& a : schedule.per_rank[r]) {
       if (!is_compute(a.kind)) continue;

@@ -25,6 +25,12 @@ std::string_view comm_op_name(CommOp op) {
   return "unknown";
 }
 
+std::optional<CommOp> comm_op_named(std::string_view name) {
+  for (size_t i = 0; i < kNumCommOps; ++i)
+    if (comm_op_name(static_cast<CommOp>(i)) == name) return static_cast<CommOp>(i);
+  return std::nullopt;
+}
+
 uint64_t CommCounters::total_sent() const {
   uint64_t total = 0;
   for (uint64_t b : bytes_sent) total += b;
@@ -42,6 +48,15 @@ CommCounters& CommCounters::operator+=(const CommCounters& other) {
     bytes_sent[i] += other.bytes_sent[i];
     bytes_received[i] += other.bytes_received[i];
     calls[i] += other.calls[i];
+  }
+  return *this;
+}
+
+CommCounters& CommCounters::operator-=(const CommCounters& other) {
+  for (size_t i = 0; i < kNumCommOps; ++i) {
+    bytes_sent[i] -= other.bytes_sent[i];
+    bytes_received[i] -= other.bytes_received[i];
+    calls[i] -= other.calls[i];
   }
   return *this;
 }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace meshtrain {
@@ -15,6 +16,7 @@ std::string_view reduce_op_name(ReduceOp op);
 enum class CommOp { all_gather, reduce_scatter, all_reduce, broadcast, send, recv, all_to_all, barrier };
 inline constexpr size_t kNumCommOps = 8;
 std::string_view comm_op_name(CommOp op);
+std::optional<CommOp> comm_op_named(std::string_view name);  // comm_op_name's inverse
 
 // Bytes a rank sends and receives per op kind, counted as the bandwidth-optimal (ring) algorithm
 // moves them, whatever the backend does internally: for a buffer of S bytes at world size W,
@@ -32,6 +34,7 @@ struct CommCounters {
   uint64_t total_sent() const;
   uint64_t total_received() const;
   CommCounters& operator+=(const CommCounters& other);
+  CommCounters& operator-=(const CommCounters& other);  // what was counted since `other`
 };
 
 struct CommOptions {
