@@ -11,8 +11,11 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "meshtrain/core/error.h"
+#include "meshtrain/mesh/axis_names.h"
+#include "meshtrain/mesh/mesh_layout.h"
 #include "meshtrain/report/svg_timeline.h"
 
 namespace meshtrain {
@@ -35,6 +38,7 @@ struct Event {
 struct RankTrace {
   int rank = 0;
   std::string file;
+  std::string mesh;                 // its otherData's, "" for none
   std::vector<Event> events;        // by start
   std::map<int64_t, size_t> steps;  // "step 3" -> 3: the index of its span in events
 };
@@ -54,13 +58,15 @@ bool wanted(const nlohmann::json& event) {
 RankTrace read_rank(int rank, const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw IoError("--trace: cannot read '" + file.string() + "'");
-  RankTrace trace{rank, file.string(), {}, {}};
+  RankTrace trace{rank, file.string(), "", {}, {}};
   try {
     const nlohmann::json doc = nlohmann::json::parse(
         in, [](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
           return event != nlohmann::json::parse_event_t::object_end || !parsed.contains("ph") ||
                  wanted(parsed);
         });
+    if (const auto other = doc.find("otherData"); other != doc.end() && other->is_object())
+      trace.mesh = other->value("mesh", "");
     for (const nlohmann::json& e : doc.at("traceEvents")) {
       const double ts = e.at("ts").get<double>();
       trace.events.push_back({e.at("cat").get<std::string>(), e.at("name").get<std::string>(), ts,
@@ -121,15 +127,16 @@ int64_t pick_step(const std::vector<RankTrace>& ranks, const std::string& dir, i
 
 // "1F3" -> its kind and micro-batch; InvalidArgument naming the file for another name.
 TracedAction parse_action(const std::string& name, const std::string& file) {
-  static const std::regex action(R"(\d{1,6}([FBIW])(\d{1,6}))");  // a schedule's sizes
+  static const std::regex action(R"((\d{1,6})([FBIW])(\d{1,6}))");  // a schedule's sizes
   std::smatch match;
   if (!std::regex_match(name, match, action))
     throw InvalidArgument("--trace: '" + file + "' holds the span '" + kActionPrefix + name +
                           "', not a pipeline computation (stage, F, B, I or W, micro-batch)");
   TracedAction out;
   out.span.name = name;
-  out.kind = match.str(1)[0];
-  out.micro_batch = std::stoi(match.str(2));
+  out.stage = std::stoi(match.str(1));
+  out.kind = match.str(2)[0];
+  out.micro_batch = std::stoi(match.str(3));
   return out;
 }
 
@@ -170,11 +177,58 @@ std::string fixed(double value, int decimals) {
   return text;
 }
 
+// Each lane's pipeline: the first rank of its pp group, or 0 for every lane without a mesh (or a
+// mesh without pp, whose ranks draw no transfers).
+std::vector<int> pipeline_of_lanes(const TracedStep& step) {
+  std::vector<int> out(step.ranks.size(), 0);
+  if (step.mesh.empty()) return out;
+  const MeshLayout mesh = parse_mesh_spec(step.mesh);
+  if (!mesh.has_axis(mesh_axis::pp)) return out;
+  for (size_t lane = 0; lane < step.ranks.size(); ++lane) {
+    const int rank = step.ranks[lane].rank;
+    MT_CHECK(rank < mesh.size(), "--trace: '", step.dir, "' holds rank ", rank,
+             "'s trace, outside its mesh ", step.mesh);
+    out[lane] = mesh.group_of(rank, {std::string(mesh_axis::pp)}).front();
+  }
+  return out;
+}
+
+// The step's transfers between stages (traced_step_svg).
+std::vector<TimelineArrow> traced_transfers(const TracedStep& step) {
+  const std::vector<int> pipeline = pipeline_of_lanes(step);
+  // (pipeline, stage, kind, micro-batch) -> its lane and action, or null where several claim it.
+  std::map<std::tuple<int, int, char, int>, std::pair<int, const TracedAction*>> actions;
+  for (size_t lane = 0; lane < step.ranks.size(); ++lane)
+    for (const TracedAction& a : step.ranks[lane].actions) {
+      const auto [it, added] = actions.try_emplace({pipeline[lane], a.stage, a.kind, a.micro_batch},
+                                                   static_cast<int>(lane), &a);
+      if (!added) it->second.second = nullptr;
+    }
+  const auto find = [&](int pipe, int stage, char kind, int micro_batch) {
+    const auto it = actions.find({pipe, stage, kind, micro_batch});
+    return it == actions.end() ? std::pair<int, const TracedAction*>{0, nullptr} : it->second;
+  };
+  std::vector<TimelineArrow> out;
+  for (size_t lane = 0; lane < step.ranks.size(); ++lane)
+    for (const TracedAction& a : step.ranks[lane].actions) {
+      std::pair<int, const TracedAction*> to{0, nullptr};
+      if (a.kind == 'F') to = find(pipeline[lane], a.stage + 1, 'F', a.micro_batch);
+      if ((a.kind == 'B' || a.kind == 'I') && a.stage > 0) {
+        to = find(pipeline[lane], a.stage - 1, 'B', a.micro_batch);
+        if (!to.second) to = find(pipeline[lane], a.stage - 1, 'I', a.micro_batch);
+      }
+      if (to.second)
+        out.push_back(
+            {static_cast<int>(lane), a.span.end_ms, to.first, to.second->compute_start_ms});
+    }
+  return out;
+}
+
 }  // namespace
 
 TracedStep read_traced_step(const std::string& dir, int64_t step) {
   const std::vector<RankTrace> ranks = read_ranks(dir);
-  TracedStep out{dir, pick_step(ranks, dir, step), 0, {}};
+  TracedStep out{dir, pick_step(ranks, dir, step), 0, {}, ranks.front().mesh};
   const auto step_span = [&](const RankTrace& r) -> const Event& {
     return r.events[r.steps.at(out.step)];
   };
@@ -258,6 +312,7 @@ std::string traced_step_svg(const TracedStep& step) {
       t.boxes.push_back({static_cast<int>(lane), w.start_ms, w.end_ms, "wait", kWaitColor,
                          "rank " + std::to_string(step.ranks[lane].rank) + ": waited on " + w.name +
                              " from " + times(w)});
+  t.arrows = traced_transfers(step);
   t.legend = pipeline_legend();
   t.legend.push_back({kUpdateName, kUpdateColor});
   t.legend.push_back({"wait: exposed communication", kWaitColor});

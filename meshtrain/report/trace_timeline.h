@@ -21,6 +21,7 @@ struct TracedSpan {
 
 struct TracedAction {
   TracedSpan span;  // from the action's start: its wait for input, then its layers
+  int stage = 0;
   char kind = 'F';  // F, B, I or W
   int micro_batch = 0;
   double compute_start_ms = 0;  // where its first layer began (span.start_ms when it has none)
@@ -39,6 +40,8 @@ struct TracedStep {
   int64_t step = 0;  // as the step line numbers them, from 1
   int micro_batches = 0;
   std::vector<TracedRank> ranks;  // in rank order
+  // The run's mesh as the traces name it ("pp=2,dp_shard=2,tp=2"); "" in traces without one.
+  std::string mesh;
 };
 
 // Step `step` (0: the last step that every rank's trace holds) of the traces in `dir`.
@@ -53,7 +56,12 @@ std::string traced_step_report(const TracedStep& step);
 
 // The step as a timeline (an SVG document): a lane per rank, a box per action from its first layer
 // to its end in the simulator's colours, the update, the waits as boxes of their own colour over
-// them, and the idle time in grey.
+// them, the idle time in grey, and an arrow per transfer between stages (as the simulator's
+// drawing has), from the end of the action that sent it to where the one that received it began
+// computing: a forward's output to the next stage's forward of its micro-batch, a backward's (B,
+// or I under zero bubble) input gradient to the previous stage's. The stages of one pipeline are
+// the ranks that share every mesh coordinate but pp; a trace without a mesh has one pipeline,
+// and a transfer whose receiver is not one action of it is not drawn.
 std::string traced_step_svg(const TracedStep& step);
 
 }  // namespace meshtrain

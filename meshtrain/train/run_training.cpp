@@ -165,6 +165,7 @@ std::vector<StepMetrics> train_rank(const TrainConfig& config, Communicator& wor
     std::filesystem::create_directories(config.trace_dir);
     write_chrome_trace(*recorder, config.trace_dir,
                        {{"world", std::to_string(world.size())},
+                        {"mesh", config.effective_mesh().to_string()},
                         {"backend", std::string(backend_name(config.backend))},
                         {"model", config.model->describe()}});
   };

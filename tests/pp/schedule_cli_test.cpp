@@ -137,7 +137,8 @@ TEST_F(ScheduleCli, DrawsTheScheduleAsATimeline) {
 }
 
 // --trace reads a pipelined run's traces back: a lane per rank, an F and a B box for every
-// micro-batch as the run executed them; a run that was not pipelined is refused.
+// micro-batch as the run executed them, an arrow per transfer; a run that was not pipelined is
+// refused.
 TEST_F(ScheduleCli, DrawsATracedRunsStep) {
   testing::write_text(dir_.file("text.txt"), testing::sample_prose(10));
   const std::string tokens = dir_.file("tokens.bin");
@@ -174,6 +175,15 @@ TEST_F(ScheduleCli, DrawsATracedRunsStep) {
                   1)
             << tooltip;
       }
+  std::vector<const testing::XmlNode*> lines;
+  root.find_all("line", lines);
+  // Each micro-batch's forward output down and its gradient back up.
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const testing::XmlNode* l) {
+                            return l->attributes.count("class") &&
+                                   l->attributes.at("class") == "transfer";
+                          }),
+            2 * 2);
 
   EXPECT_THAT(run_cli(dir_, "schedule --trace '" + trace + "' --step 1").out,
               StartsWith("step 1 of "));

@@ -7,7 +7,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
 
 #include "meshtrain/core/error.h"
 #include "meshtrain/report/svg_timeline.h"
@@ -39,14 +43,44 @@ std::vector<nlohmann::json> action(const std::string& name, double ts, double du
   return spans;
 }
 
-void write_trace(const std::string& path, std::vector<std::vector<nlohmann::json>> groups) {
+void write_trace(const std::string& path, std::vector<std::vector<nlohmann::json>> groups,
+                 const std::string& mesh = "") {
   nlohmann::json events = {
       {{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", "rank 0"}}}},
       span("comm", "send to 1", 0, 5000, 1)};  // another track: not the compute's
   for (const auto& group : groups)
     for (const nlohmann::json& e : group) events.push_back(e);
-  testing::write_file(
-      path, nlohmann::json{{"otherData", {{"rank", "0"}}}, {"traceEvents", events}}.dump());
+  nlohmann::json other = {{"rank", "0"}};
+  if (!mesh.empty()) other["mesh"] = mesh;
+  testing::write_file(path, nlohmann::json{{"otherData", other}, {"traceEvents", events}}.dump());
+}
+
+// Step 2 of a stage of a two-stage 1F1B pipeline over two micro-batches, as the fixture's ranks
+// run it (below): stage 0 on rank 0, stage 1 on rank 1.
+std::vector<std::vector<nlohmann::json>> stage_step(int stage) {
+  if (stage == 0)
+    return {{span("step", "step 2", 1000, 1000)},
+            action("0F0", 1000, 100, 10),
+            action("0F1", 1100, 100, 5),
+            action("0B0", 1300, 200, 50),
+            action("0B1", 1500, 200)};
+  return {{span("step", "step 2", 1100, 900)},
+          action("1F0", 1100, 100, 20),
+          action("1B0", 1200, 100),
+          action("1F1", 1300, 100),
+          action("1B1", 1400, 100)};
+}
+
+// The drawing's transfer arrows.
+std::vector<const XmlNode*> transfers_of(const std::string& svg_text, XmlNode& svg) {
+  svg = MiniXml::parse(svg_text);
+  std::vector<const XmlNode*> lines, out;
+  svg.find_all("line", lines);
+  for (const XmlNode* l : lines) {
+    const auto css = l->attributes.find("class");
+    if (css != l->attributes.end() && css->second == "transfer") out.push_back(l);
+  }
+  return out;
 }
 
 // Two pipeline ranks, two micro-batches, 1F1B; step 2 starts at 1000 µs on rank 0 and at 1100 µs
@@ -54,29 +88,23 @@ void write_trace(const std::string& path, std::vector<std::vector<nlohmann::json
 class TraceTimeline : public ::testing::Test {
  protected:
   void SetUp() override {
-    write_trace(dir_.file("rank_0.json"), {{span("step", "step 1", 0, 900)},
-                                           action("0F0", 0, 100),
-                                           action("0F1", 100, 100),
-                                           action("0B0", 200, 100),
-                                           action("0B1", 300, 100),
-                                           {span("step", "step 2", 1000, 1000)},
-                                           action("0F0", 1000, 100, 10),
-                                           action("0F1", 1100, 100, 5),
-                                           action("0B0", 1300, 200, 50),
-                                           action("0B1", 1500, 200),
-                                           {span("other", "optimizer update", 1800, 100),
-                                            span("wait", "wait all_reduce", 1850, 10)},
-                                           {span("step", "step 3", 2000, 500)}});
-    write_trace(dir_.file("rank_1.json"), {{span("step", "step 1", 0, 900)},
-                                           action("1F0", 100, 100),
-                                           action("1B0", 200, 100),
-                                           action("1F1", 300, 100),
-                                           action("1B1", 400, 100),
-                                           {span("step", "step 2", 1100, 900)},
-                                           action("1F0", 1100, 100, 20),
-                                           action("1B0", 1200, 100),
-                                           action("1F1", 1300, 100),
-                                           action("1B1", 1400, 100)});
+    std::vector<std::vector<nlohmann::json>> rank_0 = {{span("step", "step 1", 0, 900)},
+                                                       action("0F0", 0, 100),
+                                                       action("0F1", 100, 100),
+                                                       action("0B0", 200, 100),
+                                                       action("0B1", 300, 100)};
+    for (auto& group : stage_step(0)) rank_0.push_back(std::move(group));
+    rank_0.push_back(
+        {span("other", "optimizer update", 1800, 100), span("wait", "wait all_reduce", 1850, 10)});
+    rank_0.push_back({span("step", "step 3", 2000, 500)});
+    write_trace(dir_.file("rank_0.json"), rank_0);
+    std::vector<std::vector<nlohmann::json>> rank_1 = {{span("step", "step 1", 0, 900)},
+                                                       action("1F0", 100, 100),
+                                                       action("1B0", 200, 100),
+                                                       action("1F1", 300, 100),
+                                                       action("1B1", 400, 100)};
+    for (auto& group : stage_step(1)) rank_1.push_back(std::move(group));
+    write_trace(dir_.file("rank_1.json"), rank_1);
   }
   ScratchDir dir_;
 };
@@ -100,6 +128,7 @@ TEST_F(TraceTimeline, ReadsTheLastStepEveryRankHolds) {
   ASSERT_EQ(r0.actions.size(), 4u);
   const TracedAction& b0 = r0.actions[2];
   EXPECT_EQ(b0.span.name, "0B0");
+  EXPECT_EQ(b0.stage, 0);
   EXPECT_EQ(b0.kind, 'B');
   EXPECT_EQ(b0.micro_batch, 0);
   EXPECT_DOUBLE_EQ(b0.span.start_ms, 0.3);
@@ -116,7 +145,9 @@ TEST_F(TraceTimeline, ReadsTheLastStepEveryRankHolds) {
   EXPECT_EQ(r1.rank, 1);
   EXPECT_DOUBLE_EQ(r1.step.start_ms, 0.1);
   EXPECT_DOUBLE_EQ(r1.actions[0].compute_start_ms, 0.12);
+  EXPECT_EQ(r1.actions[0].stage, 1);
   EXPECT_FALSE(r1.update.has_value());
+  EXPECT_EQ(step.mesh, "");  // these traces name none
 
   const TracedStep first = read_traced_step(dir, 1);
   EXPECT_EQ(first.step, 1);
@@ -180,6 +211,52 @@ TEST_F(TraceTimeline, DrawsActionsUpdateAndWaitsOnALanePerRank) {
   // A box spans its computing time: 0B0's 0.15 ms against 0F0's 0.09 (its 0.1 less its wait).
   const auto width = [&](size_t i) { return std::stod(boxes[i]->attributes.at("width")); };
   EXPECT_NEAR(width(2), width(0) * 0.15 / 0.09, 0.02);
+}
+
+// A transfer per forward output and backward input gradient between the two stages, each from
+// its sender's end to where its receiver began computing (after its wait): downwards for the
+// forwards, upwards for the backwards.
+TEST_F(TraceTimeline, DrawsEachTransferFromItsSenderToItsReceiver) {
+  XmlNode svg;
+  const std::vector<const XmlNode*> arrows =
+      transfers_of(traced_step_svg(read_traced_step(dir_.file(""), 0)), svg);
+  ASSERT_EQ(arrows.size(), 4u);
+  int down = 0, up = 0;
+  for (const XmlNode* a : arrows) {
+    const auto at = [&](const char* name) { return std::stod(a->attributes.at(name)); };
+    EXPECT_LE(at("x1"), at("x2"));  // received no earlier than sent
+    (at("y1") < at("y2") ? down : up) += 1;
+  }
+  EXPECT_EQ(down, 2);  // 0F0 -> 1F0, 0F1 -> 1F1
+  EXPECT_EQ(up, 2);    // 1B0 -> 0B0, 1B1 -> 0B1
+}
+
+// Two pipelines (pp=2 x dp_shard=2: ranks 0 and 2, 1 and 3): the trace's mesh keeps each
+// transfer within its pipeline. Without the mesh every receiver is ambiguous, and none is drawn.
+TEST(TraceTimelineMesh, KeepsTransfersWithinEachPipeline) {
+  for (const std::string mesh : {"pp=2,dp_shard=2", ""}) {
+    ScratchDir dir;
+    for (int rank = 0; rank < 4; ++rank)
+      write_trace(dir.file("rank_" + std::to_string(rank) + ".json"), stage_step(rank / 2), mesh);
+    const TracedStep step = read_traced_step(dir.file(""), 0);
+    EXPECT_EQ(step.mesh, mesh);
+    XmlNode svg;
+    const std::vector<const XmlNode*> arrows = transfers_of(traced_step_svg(step), svg);
+    if (mesh.empty()) {
+      EXPECT_TRUE(arrows.empty());
+      continue;
+    }
+    ASSERT_EQ(arrows.size(), 8u);
+    std::map<std::pair<std::string, std::string>, int> between;  // lanes' y, sorted
+    for (const XmlNode* a : arrows) {
+      std::string y1 = a->attributes.at("y1"), y2 = a->attributes.at("y2");
+      between[std::minmax(y1, y2, [](const std::string& p, const std::string& q) {
+        return std::stod(p) < std::stod(q);
+      })] += 1;
+    }
+    ASSERT_EQ(between.size(), 2u);  // lanes 0 and 2, lanes 1 and 3: 4 transfers each
+    for (const auto& [lanes, count] : between) EXPECT_EQ(count, 4);
+  }
 }
 
 }  // namespace
