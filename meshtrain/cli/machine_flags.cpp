@@ -35,6 +35,21 @@ void add_machine_flags(CLI::App* cmd, const std::shared_ptr<MachineFlags>& f,
                   "GiB each device holds, to say whether the largest peak fits (default: the "
                   "machine's)")
       ->check(CLI::PositiveNumber);
+  const auto figure = [&](const std::string& flag, double& value, const std::string& what) {
+    cmd->add_option(flag, value, what + " (default: the machine's)")->check(CLI::PositiveNumber);
+  };
+  figure("--peak-tflops-f32", f->peak_tflops_f32, "dense f32 TFLOP/s of a device, MFU's peak");
+  figure("--peak-tflops-bf16", f->peak_tflops_bf16, "dense bf16 TFLOP/s of a device, MFU's peak");
+  figure("--intra-node-bandwidth", f->intra_node_gbps,
+         "GB/s a device sends at in a collective within a node (in place of a calibrated "
+         "profile's fits per collective)");
+  figure("--inter-node-bandwidth", f->inter_node_gbps,
+         "GB/s a device sends at in a collective across nodes");
+  figure("--intra-node-latency", f->intra_node_latency_us,
+         "microseconds per collective call within a node (in place of a calibrated profile's fits "
+         "per collective)");
+  figure("--inter-node-latency", f->inter_node_latency_us,
+         "microseconds per collective call across nodes");
 }
 
 namespace {
@@ -48,6 +63,17 @@ void check_one_source(const MachineFlags& f) {
 MachineProfile with_overrides(const MachineFlags& f, MachineProfile profile) {
   if (f.devices_per_node > 0) profile.devices_per_node = f.devices_per_node;
   if (f.device_memory_gib > 0) profile.device_memory = f.device_memory_gib * kGiB;
+  if (f.peak_tflops_f32 > 0) profile.dense_peak_flops_f32 = f.peak_tflops_f32 * 1e12;
+  if (f.peak_tflops_bf16 > 0) profile.dense_peak_flops_bf16 = f.peak_tflops_bf16 * 1e12;
+  if (f.inter_node_gbps > 0) profile.inter_node_bandwidth = f.inter_node_gbps * 1e9;
+  if (f.inter_node_latency_us > 0) profile.inter_node_latency = f.inter_node_latency_us * 1e-6;
+  if (f.intra_node_gbps > 0 || f.intra_node_latency_us > 0) {
+    // The link's figures stand for every collective within a node, a calibrated profile's fits
+    // per collective included, or the flag would not reach them.
+    profile.collectives.clear();
+    if (f.intra_node_gbps > 0) profile.intra_node_bandwidth = f.intra_node_gbps * 1e9;
+    if (f.intra_node_latency_us > 0) profile.intra_node_latency = f.intra_node_latency_us * 1e-6;
+  }
   return profile;
 }
 

@@ -1,7 +1,7 @@
 // The flags that say which machine a prediction is for, which `meshtrain plan` and
 // `meshtrain sweep` share: a preset (--machine), a profile file (--machine-file), or this machine
-// measured now into a file (--calibrate), with --gpus-per-node and --device-memory overriding
-// the profile's figures.
+// measured now into a file (--calibrate), with flags overriding the profile's figures: devices
+// per node, memory, dense peaks per dtype, and the links' bandwidth and latency.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -15,14 +15,20 @@
 namespace meshtrain {
 
 struct MachineFlags {
-  std::string machine;           // a preset
-  std::string machine_file;      // a profile, in place of the preset
-  std::string calibrate;         // measure this machine into this file first
-  int devices_per_node = 0;      // 0: the profile's
-  double device_memory_gib = 0;  // 0: the profile's
+  std::string machine;       // a preset
+  std::string machine_file;  // a profile, in place of the preset
+  std::string calibrate;     // measure this machine into this file first
+  // Overrides; 0: the profile's.
+  int devices_per_node = 0;
+  double device_memory_gib = 0;
+  double peak_tflops_f32 = 0, peak_tflops_bf16 = 0;
+  double intra_node_gbps = 0, inter_node_gbps = 0;              // GB/s a device sends at
+  double intra_node_latency_us = 0, inter_node_latency_us = 0;  // per collective call
 };
 
-// --machine (default `preset`), --machine-file, --calibrate, --gpus-per-node, --device-memory.
+// --machine (default `preset`), --machine-file, --calibrate, and the overrides: --gpus-per-node,
+// --device-memory, --peak-tflops-f32, --peak-tflops-bf16, --intra-node-bandwidth,
+// --inter-node-bandwidth, --intra-node-latency, --inter-node-latency.
 void add_machine_flags(CLI::App* cmd, const std::shared_ptr<MachineFlags>& f,
                        const std::string& preset);
 

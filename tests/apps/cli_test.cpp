@@ -655,6 +655,17 @@ TEST_F(Cli, PlanPrintsTheDryRunsTablesForAnyWorld) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GT(nlohmann::json::parse(r.out)["ranks"][3]["time"]["compute"].get<double>(),
             100 * last["time"]["compute"].get<double>());
+  // The preset's figures, overridden: a tenth of the f32 peak, links a millionth as fast.
+  r = run_cli(dir_, "plan" + layout + " --device-memory 0.0001 --json --peak-tflops-f32 6.7 " +
+                        "--intra-node-bandwidth 0.00045 --intra-node-latency 10000");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json slow = nlohmann::json::parse(r.out)["ranks"][3]["time"];
+  EXPECT_GT(slow["compute"].get<double>(), 2 * last["time"]["compute"].get<double>());
+  EXPECT_GT(slow["exposed_comm"]["tp"].get<double>(),
+            1000 * last["time"]["exposed_comm"]["tp"].get<double>());
+  r = run_cli(dir_, "plan" + layout + " --intra-node-latency 0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--intra-node-latency"));
   r = run_cli(dir_, "plan" + layout + " --machine tpu");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("unknown machine 'tpu'; the presets are h100-sxm"));
